@@ -1,0 +1,3 @@
+from splitplan.cli import run
+
+run()

@@ -1,0 +1,82 @@
+"""Layer 8 — the thin typer shell. Every command calls `splitplan.api`; errors become one line."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+try:  # typer ≥ 0.20 vendors click
+    from typer._click import exceptions as click_exceptions
+except ImportError:  # pragma: no cover
+    from click import exceptions as click_exceptions
+
+from splitplan._version import __version__
+from splitplan.errors import InfeasibleError, SplitplanError
+
+app = typer.Typer(
+    name="splitplan",
+    help="Plan phase-split (prefill/decode) LLM inference clusters that meet all nine latency SLOs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"splitplan {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version_callback, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    """Plan phase-split (prefill/decode) LLM inference clusters that meet all nine latency SLOs."""
+
+
+def _register() -> None:
+    # Command modules import their heavy dependencies inside the command functions.
+    from splitplan.cli import catalog
+
+    catalog.register(app)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: one line on stderr and exit 2 for bad input, never a traceback."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except typer.Exit as exc:
+        return int(exc.exit_code or 0)
+    except typer.Abort:
+        print("splitplan: interrupted", file=sys.stderr)
+        return 130
+    except click_exceptions.NoArgsIsHelpError as exc:
+        print(exc.format_message() if hasattr(exc, "format_message") else "", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("splitplan: interrupted; finished work was kept", file=sys.stderr)
+        return 130
+    except click_exceptions.UsageError as exc:
+        print(f"splitplan: error: {exc.format_message()}", file=sys.stderr)
+        return 2
+    except click_exceptions.ClickException as exc:
+        print(f"splitplan: error: {exc.format_message()}", file=sys.stderr)
+        return exc.exit_code
+    except InfeasibleError as exc:
+        print(f"splitplan: {exc}", file=sys.stderr)
+        return 0
+    except SplitplanError as exc:
+        print(f"splitplan: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def run() -> None:  # pragma: no cover - console script shim
+    sys.exit(main())

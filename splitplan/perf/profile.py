@@ -1,0 +1,184 @@
+"""Layer 1: the profile performance model — interpolates a measured per-iteration table.
+
+Semantics follow the reference simulator so that results compare like for like: per (model,
+hardware, TP) the median prompt_time and token_time per "batch tokens" = prompt_size × batch_size,
+linear interpolation inside and linear extrapolation beyond both ends. An all-decode iteration is
+looked up at the number of decodes, a mixed iteration on the prompt curve at (prompt tokens +
+decodes) × 1.1, and a request's decode alone at its context length.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from splitplan.catalog import Machine, ModelSpec
+from splitplan.errors import InputError
+from splitplan.perf.base import FloatArray, prompt_cap_factor, token_cap_factor
+
+PROFILE_COLUMNS = ("model", "hardware", "prompt_size", "batch_size", "token_size", "prompt_time",
+                   "token_time", "tensor_parallel")
+MIXED_FACTOR = 1.1
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileTable:
+    """Columnar profile rows; times in seconds."""
+
+    path: str
+    model: npt.NDArray[np.str_]
+    hardware: npt.NDArray[np.str_]
+    tensor_parallel: npt.NDArray[np.int64]
+    prompt_size: npt.NDArray[np.int64]
+    batch_size: npt.NDArray[np.int64]
+    token_size: npt.NDArray[np.int64]
+    prompt_time_s: FloatArray
+    token_time_s: FloatArray
+
+    def groups(self) -> list[tuple[str, str, int]]:
+        keys = {(str(m), str(h), int(t)) for m, h, t in
+                zip(self.model, self.hardware, self.tensor_parallel, strict=True)}
+        return sorted(keys)
+
+    def mask(self, model: str, hardware: str, tensor_parallel: int) -> npt.NDArray[np.bool_]:
+        return ((self.model == model) & (self.hardware == hardware)
+                & (self.tensor_parallel == tensor_parallel))
+
+    def subset(self, mask: npt.NDArray[np.bool_]) -> ProfileTable:
+        return ProfileTable(self.path, *(getattr(self, f)[mask] for f in _ARRAY_FIELDS))
+
+
+_ARRAY_FIELDS = ("model", "hardware", "tensor_parallel", "prompt_size", "batch_size", "token_size",
+                 "prompt_time_s", "token_time_s")
+
+
+@cache
+def read_profile(path: str | Path) -> ProfileTable:
+    """Read and validate a profile CSV (times in milliseconds, as the reference's table)."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise InputError(f"cannot read profile {p}: {exc.strerror or exc}") from None
+    reader = csv.reader(text.splitlines())
+    header = next(reader, None)
+    if not header:
+        raise InputError(f"profile {p} is empty")
+    header = [h.strip() for h in header]
+    missing = [c for c in PROFILE_COLUMNS if c not in header]
+    if missing:
+        raise InputError(f"profile {p}: missing column(s) {', '.join(missing)}")
+    idx = {c: header.index(c) for c in PROFILE_COLUMNS}
+    cols: dict[str, list[object]] = {c: [] for c in PROFILE_COLUMNS}
+    for lineno, row in enumerate(reader, start=2):
+        if not row or all(not c.strip() for c in row):
+            continue
+        if len(row) < len(header):
+            raise InputError(f"{p}:{lineno}: expected {len(header)} fields, got {len(row)}")
+        try:
+            for c in ("model", "hardware"):
+                cols[c].append(row[idx[c]].strip())
+            for c in ("prompt_size", "batch_size", "token_size", "tensor_parallel"):
+                v = int(row[idx[c]])
+                if v <= 0:
+                    raise ValueError(f"{c} must be positive")
+                cols[c].append(v)
+            for c in ("prompt_time", "token_time"):
+                v = float(row[idx[c]])
+                if not (np.isfinite(v) and v > 0):
+                    raise ValueError(f"{c} must be a positive number")
+                cols[c].append(v / 1000.0)
+        except ValueError as exc:
+            raise InputError(f"{p}:{lineno}: {exc}") from None
+    if not cols["model"]:
+        raise InputError(f"profile {p} has no data rows")
+    return ProfileTable(
+        str(p),
+        np.array(cols["model"]), np.array(cols["hardware"]),
+        np.array(cols["tensor_parallel"], dtype=np.int64),
+        np.array(cols["prompt_size"], dtype=np.int64), np.array(cols["batch_size"], dtype=np.int64),
+        np.array(cols["token_size"], dtype=np.int64),
+        np.array(cols["prompt_time"], dtype=np.float64),
+        np.array(cols["token_time"], dtype=np.float64),
+    )
+
+
+def median_curve(x: npt.ArrayLike, y: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
+    """Median y per distinct x (sorted), as the reference groups rows by batch tokens."""
+    xs = np.asarray(x, dtype=np.float64)
+    ys = np.asarray(y, dtype=np.float64)
+    ux = np.unique(xs)
+    return ux, np.array([np.median(ys[xs == v]) for v in ux])
+
+
+def interp_extrap(x: npt.ArrayLike, xp: FloatArray, fp: FloatArray) -> FloatArray:
+    """Linear interpolation with linear extrapolation beyond both ends (scipy's 'extrapolate')."""
+    xq = np.asarray(x, dtype=np.float64)
+    if len(xp) == 1:
+        return np.full(xq.shape, fp[0])
+    out = np.interp(xq, xp, fp)
+    lo = xq < xp[0]
+    hi = xq > xp[-1]
+    if np.any(lo):
+        out[lo] = fp[0] + (xq[lo] - xp[0]) * (fp[1] - fp[0]) / (xp[1] - xp[0])
+    if np.any(hi):
+        out[hi] = fp[-1] + (xq[hi] - xp[-1]) * (fp[-1] - fp[-2]) / (xp[-1] - xp[-2])
+    return out
+
+
+# The reference labels the capped H100 as its own hardware; we map caps onto these names.
+HARDWARE_ALIASES = {"dgx-a100": "a100-80gb", "dgx-h100": "h100-80gb"}
+CAPPED_SUFFIX = "-pcap"
+CAPPED_POWER = 0.7
+
+
+class ProfilePerfModel:
+    """Interpolates a profile table for one (model, machine, power cap)."""
+
+    kind = "profile"
+    calibrated = True
+
+    def __init__(self, table: ProfileTable, model: ModelSpec, machine: Machine) -> None:
+        self.model = model
+        self.machine = machine
+        hw = HARDWARE_ALIASES.get(machine.type.name, machine.type.gpu.name)
+        tp = machine.type.tensor_parallel
+        prompt_scale = token_scale = 1.0
+        capped = abs(machine.power_cap - CAPPED_POWER) < 1e-9
+        mask = table.mask(model.name, hw + CAPPED_SUFFIX, tp) if capped else None
+        if mask is None or not mask.any():
+            mask = table.mask(model.name, hw, tp)
+            if machine.power_cap < 1.0:
+                prompt_scale = prompt_cap_factor(machine.power_cap)
+                token_scale = token_cap_factor(machine.power_cap)
+        if not mask.any():
+            raise InputError(
+                f"profile {table.path} has no rows for model {model.name!r} on {hw!r} at TP{tp}"
+            )
+        rows = table.subset(mask)
+        batch_tokens = rows.prompt_size * rows.batch_size
+        self._px, py = median_curve(batch_tokens, rows.prompt_time_s)
+        self._tx, ty = median_curve(batch_tokens, rows.token_time_s)
+        self._py = py * prompt_scale
+        self._ty = ty * token_scale
+
+    def prompt_time_s(self, tokens: npt.ArrayLike) -> FloatArray:
+        return interp_extrap(tokens, self._px, self._py)
+
+    def token_time_s(self, batch: npt.ArrayLike, context: npt.ArrayLike) -> FloatArray:
+        b = np.asarray(batch, dtype=np.float64)
+        out = interp_extrap(b, self._tx, self._ty)
+        return np.broadcast_to(out, np.broadcast_shapes(b.shape, np.shape(context))).copy()
+
+    def mixed_time_s(self, batch_tokens: npt.ArrayLike, context: npt.ArrayLike) -> FloatArray:
+        n = np.asarray(batch_tokens, dtype=np.float64)
+        out = interp_extrap(n, self._px, self._py) * MIXED_FACTOR
+        return np.broadcast_to(out, np.broadcast_shapes(n.shape, np.shape(context))).copy()
+
+    def decode_alone_time_s(self, context: npt.ArrayLike) -> FloatArray:
+        return interp_extrap(context, self._tx, self._ty)

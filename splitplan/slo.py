@@ -1,0 +1,124 @@
+"""Layer 2: the nine latency SLOs (SPLITWISE.md §6) — slowdown percentiles and the verdict.
+
+Slowdown of a request = its latency ÷ the same request's latency alone on the reference machine
+(a DGX-A100 running the same model): TTFT_ref = prompt time of p, TBT_ref = one decode alone,
+E2E_ref = TTFT_ref + TBT_ref · (o − 1). Percentiles over requests, numpy's linear method.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from splitplan.errors import InputError
+from splitplan.perf.base import PerfModel
+
+METRICS = ("ttft", "tbt", "e2e")
+PERCENTILES = (50, 90, 99)
+SLO_KEYS = tuple(f"{m}_p{q}" for m in METRICS for q in PERCENTILES)
+
+# Table VI of the paper.
+DEFAULT_SLOWDOWN_LIMITS: dict[str, float] = {
+    "ttft_p50": 2.0, "ttft_p90": 3.0, "ttft_p99": 6.0,
+    "tbt_p50": 1.25, "tbt_p90": 1.5, "tbt_p99": 5.0,
+    "e2e_p50": 1.25, "e2e_p90": 1.5, "e2e_p99": 5.0,
+}
+
+
+def _check_limits(limits: dict[str, object], what: str, source: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, value in limits.items():
+        if key not in SLO_KEYS:
+            raise InputError(f"{source}: unknown {what} key {key!r} (expected {', '.join(SLO_KEYS)})")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InputError(f"{source}: {what}.{key} must be a number, got {value!r}")
+        if not (math.isfinite(value) and value > 0):
+            raise InputError(f"{source}: {what}.{key} must be a positive number, got {value!r}")
+        out[key] = float(value)
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SloSpec:
+    """Limits on the nine slowdown percentiles, plus optional absolute latency limits (seconds)."""
+
+    slowdown: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_SLOWDOWN_LIMITS))
+    latency_s: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "slowdown", _check_limits(dict(self.slowdown), "slowdown", "SLO"))
+        object.__setattr__(self, "latency_s", _check_limits(dict(self.latency_s), "latency_s", "SLO"))
+
+
+def load_slo(path: str | Path | None) -> SloSpec:
+    """Read an SLO TOML file: `[slowdown]` overrides Table VI keys, `[latency_s]` adds limits."""
+    if path is None:
+        return SloSpec()
+    p = Path(path)
+    try:
+        doc = tomllib.loads(p.read_text())
+    except OSError as exc:
+        raise InputError(f"cannot read SLO file {p}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"SLO file {p} is not valid TOML: {exc}") from None
+    unknown = set(doc) - {"slowdown", "latency_s"}
+    if unknown:
+        raise InputError(f"SLO file {p}: unknown section(s) {', '.join(sorted(unknown))}")
+    for section in ("slowdown", "latency_s"):
+        if section in doc and not isinstance(doc[section], dict):
+            raise InputError(f"SLO file {p}: [{section}] must be a table")
+    slowdown = dict(DEFAULT_SLOWDOWN_LIMITS)
+    slowdown.update(_check_limits(doc.get("slowdown", {}), "slowdown", str(p)))
+    latency = _check_limits(doc.get("latency_s", {}), "latency_s", str(p))
+    return SloSpec(slowdown=slowdown, latency_s=latency)
+
+
+def reference_latencies(
+    ref: PerfModel, prompt_tokens: npt.ArrayLike, output_tokens: npt.ArrayLike
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """(TTFT_ref, TBT_ref, E2E_ref) per request, alone on the reference machine."""
+    p = np.asarray(prompt_tokens, dtype=np.float64)
+    o = np.asarray(output_tokens, dtype=np.float64)
+    ttft = ref.prompt_time_s(p)
+    tbt = ref.decode_alone_time_s(p)
+    return ttft, tbt, ttft + tbt * (o - 1.0)
+
+
+def percentiles(
+    ttft: npt.ArrayLike, tbt: npt.ArrayLike, e2e: npt.ArrayLike, axis: int = -1
+) -> dict[str, npt.NDArray[np.float64] | float]:
+    """The nine percentile values keyed like SLO_KEYS (arrays when inputs are 2-D)."""
+    out: dict[str, npt.NDArray[np.float64] | float] = {}
+    for name, values in zip(METRICS, (ttft, tbt, e2e), strict=True):
+        q = np.percentile(np.asarray(values, dtype=np.float64), PERCENTILES, axis=axis)
+        for i, pct in enumerate(PERCENTILES):
+            out[f"{name}_p{pct}"] = q[i] if np.ndim(q[i]) else float(q[i])
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class SloVerdict:
+    meets: bool
+    binding: str          # the SLO with least headroom (most violated when failing)
+    headroom: float       # limit / value − 1 of the binding SLO (negative when violated)
+
+
+def verdict(spec: SloSpec, slowdown: dict[str, float], latency_s: dict[str, float]) -> SloVerdict:
+    """All-SLO verdict; NaN or infinite values (unserved requests) fail."""
+    best_key, best_headroom = "", math.inf
+    for kind, limits, values in (("slowdown", spec.slowdown, slowdown),
+                                 ("latency_s", spec.latency_s, latency_s)):
+        for key, limit in limits.items():
+            v = float(values[key])
+            h = limit / v - 1.0 if (math.isfinite(v) and v > 0) else -math.inf
+            if math.isnan(h):
+                h = -math.inf
+            if h < best_headroom:
+                best_key = key if kind == "slowdown" else f"{key}_latency"
+                best_headroom = h
+    return SloVerdict(meets=best_headroom >= 0.0, binding=best_key, headroom=best_headroom)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from splitplan.catalog import GpuSpec, MachineType, ModelSpec, list_gpus, list_machine_types, list_models
+from splitplan.catalog import (
+    GpuSpec,
+    MachineType,
+    ModelSpec,
+    list_gpus,
+    list_machine_types,
+    list_models,
+)
 from splitplan.design import PAPER_DESIGNS, Design, get_design
 
 

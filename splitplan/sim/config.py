@@ -1,0 +1,113 @@
+"""Layer 4: every simulator assumption as a parameter (TOML via `--config FILE`).
+
+Defaults describe splitplan's model of the Splitwise design (SPLITWISE.md §3–§5);
+`examples/splitwise-sim-compat.toml` sets them to the reference simulator's assumptions.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from splitplan.errors import InputError
+
+KvTransfer = Literal["serialized", "layerwise"]
+KvBytesConvention = Literal["gqa", "no_gqa"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimConfig:
+    # machine-level scheduler
+    max_batch_size: int = 512            # decodes (and prompts) per iteration (sim)
+    max_batch_tokens: int = 2048         # prompt tokens per iteration; a decode counts 1
+    max_preemptions: int = 4             # a request preempted this often is no longer preempted
+    # cluster-level scheduler
+    prompt_full_tokens: int = 8192       # a prompt machine with a queue is full beyond this (sim)
+    # KV cache
+    kv_bytes: KvBytesConvention = "gqa"  # "no_gqa": 2·layers·hidden·dtype (the reference's)
+    weight_bytes: dict[str, float] = field(default_factory=dict)  # per-model override of weights
+    kv_transfer: KvTransfer = "layerwise"
+    layerwise_min_prompt_tokens: int = 512  # shorter prompts are sent serialized
+    layerwise_overhead_s: float | None = None  # non-hidden time; None → 8 ms at ≤200 GB/s, else 5 ms
+    link_bytes_per_s: float | None = None      # None → the slower pool's interconnect
+    memory_retry_s: float = 1.0          # a transfer waiting for token-machine memory retries
+    # stability guard: a configuration whose backlog grows without bound is stopped and marked
+    # unstable rather than simulated forever
+    max_backlog_s: float = 300.0         # oldest waiting request older than this → unstable
+    # workload-level
+    warmup_s: float = 0.0                # requests arriving earlier are excluded from percentiles
+
+    def __post_init__(self) -> None:
+        for name in ("max_batch_size", "max_batch_tokens", "prompt_full_tokens",
+                     "layerwise_min_prompt_tokens"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise InputError(f"config: {name} must be an integer ≥ 1, got {v!r}")
+        if not isinstance(self.max_preemptions, int) or self.max_preemptions < 0:
+            raise InputError(f"config: max_preemptions must be an integer ≥ 0, got {self.max_preemptions!r}")
+        if self.kv_transfer not in ("serialized", "layerwise"):
+            raise InputError(f"config: kv_transfer must be serialized or layerwise, got {self.kv_transfer!r}")
+        if self.kv_bytes not in ("gqa", "no_gqa"):
+            raise InputError(f"config: kv_bytes must be gqa or no_gqa, got {self.kv_bytes!r}")
+        for name in ("layerwise_overhead_s", "link_bytes_per_s"):
+            v = getattr(self, name)
+            if v is not None and not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
+                raise InputError(f"config: {name} must be a number ≥ 0, got {v!r}")
+        for name in ("memory_retry_s", "max_backlog_s", "warmup_s"):
+            v = getattr(self, name)
+            if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
+                raise InputError(f"config: {name} must be a number ≥ 0, got {v!r}")
+        for k, v in self.weight_bytes.items():
+            if not (isinstance(v, int | float) and v > 0):
+                raise InputError(f"config: weight_bytes.{k} must be a positive number, got {v!r}")
+
+
+def load_config(path: str | Path | None, **overrides: Any) -> SimConfig:
+    """Read a SimConfig TOML (keys = field names; `[weight_bytes]` table); unknown keys are errors.
+
+    A top-level `perf = "…"` key (a profile path, relative to the file) is returned via
+    `config_perf(path)`, not stored here.
+    """
+    base = SimConfig()
+    if path is None:
+        return replace(base, **overrides) if overrides else base
+    doc = read_config_doc(path)
+    known = {f.name for f in fields(SimConfig)}
+    values = {k: v for k, v in doc.items() if k not in ("perf", "model", "description")}
+    unknown = set(values) - known
+    if unknown:
+        raise InputError(f"config {path}: unknown key(s) {', '.join(sorted(unknown))}")
+    values.update(overrides)
+    try:
+        return SimConfig(**values)
+    except TypeError as exc:
+        raise InputError(f"config {path}: {exc}") from None
+
+
+def read_config_doc(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        return tomllib.loads(p.read_text())
+    except OSError as exc:
+        raise InputError(f"cannot read config {p}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"config {p} is not valid TOML: {exc}") from None
+
+
+def config_perf(path: str | Path | None) -> str | None:
+    """The `perf` entry of a config file resolved against the file's folder (None if absent).
+
+    `"{shared}/…"` expands to the reference data folder beside the checkout (../shared).
+    """
+    if path is None:
+        return None
+    doc = read_config_doc(path)
+    perf = doc.get("perf")
+    if perf is None or perf == "analytic":
+        return perf
+    if not isinstance(perf, str):
+        raise InputError(f"config {path}: perf must be a string")
+    return str((Path(path).parent / perf).resolve()) if not Path(perf).is_absolute() else perf

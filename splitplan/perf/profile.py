@@ -80,21 +80,22 @@ def read_profile(path: str | Path) -> ProfileTable:
             continue
         if len(row) < len(header):
             raise InputError(f"{p}:{lineno}: expected {len(header)} fields, got {len(row)}")
+        c = ""
         try:
             for c in ("model", "hardware"):
                 cols[c].append(row[idx[c]].strip())
             for c in ("prompt_size", "batch_size", "token_size", "tensor_parallel"):
                 v = int(row[idx[c]])
                 if v <= 0:
-                    raise ValueError(f"{c} must be positive")
+                    raise ValueError("must be a positive integer")
                 cols[c].append(v)
             for c in ("prompt_time", "token_time"):
                 v = float(row[idx[c]])
                 if not (np.isfinite(v) and v > 0):
-                    raise ValueError(f"{c} must be a positive number")
+                    raise ValueError("must be a positive number")
                 cols[c].append(v / 1000.0)
         except ValueError as exc:
-            raise InputError(f"{p}:{lineno}: {exc}") from None
+            raise InputError(f"{p}:{lineno}: {c} {row[idx[c]].strip()!r}: {exc}") from None
     if not cols["model"]:
         raise InputError(f"profile {p} has no data rows")
     return ProfileTable(
@@ -121,14 +122,14 @@ def interp_extrap(x: npt.ArrayLike, xp: FloatArray, fp: FloatArray) -> FloatArra
     xq = np.asarray(x, dtype=np.float64)
     if len(xp) == 1:
         return np.full(xq.shape, fp[0])
-    out = np.interp(xq, xp, fp)
+    out = np.array(np.interp(xq, xp, fp), dtype=np.float64, ndmin=1).reshape(xq.shape)
     lo = xq < xp[0]
     hi = xq > xp[-1]
     if np.any(lo):
         out[lo] = fp[0] + (xq[lo] - xp[0]) * (fp[1] - fp[0]) / (xp[1] - xp[0])
     if np.any(hi):
         out[hi] = fp[-1] + (xq[hi] - xp[-1]) * (fp[-1] - fp[-2]) / (xp[-1] - xp[-2])
-    return out
+    return out if out.ndim else out[()]
 
 
 # The reference labels the capped H100 as its own hardware; we map caps onto these names.

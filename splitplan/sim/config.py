@@ -7,6 +7,7 @@ Defaults describe splitplan's model of the Splitwise design (SPLITWISE.md §3–
 from __future__ import annotations
 
 import math
+import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -16,6 +17,7 @@ from splitplan.errors import InputError
 
 KvTransfer = Literal["serialized", "layerwise"]
 KvBytesConvention = Literal["gqa", "no_gqa"]
+PromptInterrupt = Literal["always", "never", "baseline"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -24,6 +26,10 @@ class SimConfig:
     max_batch_size: int = 512            # decodes (and prompts) per iteration (sim)
     max_batch_tokens: int = 2048         # prompt tokens per iteration; a decode counts 1
     max_preemptions: int = 4             # a request preempted this often is no longer preempted
+    # Does a prompt too large to share a batch with the running decodes cut their run at the next
+    # iteration boundary (prompt priority)? "always", "never", or "baseline" (only on the machines of
+    # baseline designs — what the reference simulator's results show; see docs/background.md).
+    prompt_interrupts_decodes: PromptInterrupt = "always"
     # cluster-level scheduler
     prompt_full_tokens: int = 8192       # a prompt machine with a queue is full beyond this (sim)
     # KV cache
@@ -50,6 +56,9 @@ class SimConfig:
             raise InputError(f"config: max_preemptions must be an integer ≥ 0, got {self.max_preemptions!r}")
         if self.kv_transfer not in ("serialized", "layerwise"):
             raise InputError(f"config: kv_transfer must be serialized or layerwise, got {self.kv_transfer!r}")
+        if self.prompt_interrupts_decodes not in ("always", "never", "baseline"):
+            raise InputError("config: prompt_interrupts_decodes must be always, never or baseline, "
+                             f"got {self.prompt_interrupts_decodes!r}")
         if self.kv_bytes not in ("gqa", "no_gqa"):
             raise InputError(f"config: kv_bytes must be gqa or no_gqa, got {self.kv_bytes!r}")
         for name in ("layerwise_overhead_s", "link_bytes_per_s"):
@@ -110,4 +119,18 @@ def config_perf(path: str | Path | None) -> str | None:
         return perf
     if not isinstance(perf, str):
         raise InputError(f"config {path}: perf must be a string")
+    if "{shared}" in perf:
+        perf = perf.replace("{shared}", str(shared_dir()))
     return str((Path(path).parent / perf).resolve()) if not Path(perf).is_absolute() else perf
+
+
+def shared_dir() -> Path:
+    """The reference-data folder: $SPLITPLAN_SHARED, else ../shared beside the checkout or cwd."""
+    env = os.environ.get("SPLITPLAN_SHARED")
+    if env:
+        return Path(env)
+    for base in (Path(__file__).resolve().parents[2], Path.cwd()):
+        candidate = base.parent / "shared"
+        if candidate.is_dir():
+            return candidate
+    return Path.cwd().parent / "shared"

@@ -4,5 +4,33 @@ No printing and no typer here; the CLI renders what these return.
 """
 
 from splitplan.api._catalog import CatalogListing, catalog
+from splitplan.api._perf import CheckResult, PerfFitResult, perf_check, perf_fit
+from splitplan.api._simulate import WorkloadRequest, build_scenario, simulate
+from splitplan.api._trace import (
+    ColumnStats,
+    TraceStats,
+    TraceWritten,
+    trace_convert,
+    trace_generate,
+    trace_stats,
+    workload_stats,
+)
 
-__all__ = ["CatalogListing", "catalog"]
+__all__ = [
+    "CatalogListing",
+    "CheckResult",
+    "ColumnStats",
+    "PerfFitResult",
+    "TraceStats",
+    "TraceWritten",
+    "WorkloadRequest",
+    "build_scenario",
+    "catalog",
+    "perf_check",
+    "perf_fit",
+    "simulate",
+    "trace_convert",
+    "trace_generate",
+    "trace_stats",
+    "workload_stats",
+]

@@ -43,6 +43,15 @@ def _register() -> None:
     from splitplan.cli import catalog
 
     catalog.register(app)
+    from splitplan.cli import perf
+
+    perf.register(app)
+    from splitplan.cli import trace
+
+    trace.register(app)
+    from splitplan.cli import simulate
+
+    simulate.register(app)
 
 
 _register()

@@ -1,0 +1,39 @@
+"""Layer 5 — search: the best configuration of each design that meets all nine SLOs.
+
+`run_search(problem, evaluator)` is the entry point; `SearchProblem` describes what to search,
+`SimEvaluator` binds the analytic screen and the DES to a scenario, `Runner` says where tasks run
+and `PointStore` keeps finished DES verdicts so an interrupted search resumes.
+"""
+
+from splitplan.search.evaluate import Decision, Evaluator, Screen, SimEvaluator, scale_rate
+from splitplan.search.parallel import Runner
+from splitplan.search.problem import (
+    DesignSpace,
+    PoolSpace,
+    SearchProblem,
+    named_budget,
+    paper_space,
+)
+from splitplan.search.result import DesignResult, SearchOutcome
+from splitplan.search.run import SearchInterrupted, run_search
+from splitplan.search.store import PointStore, scenario_fingerprint
+
+__all__ = [
+    "Decision",
+    "DesignResult",
+    "DesignSpace",
+    "Evaluator",
+    "PointStore",
+    "PoolSpace",
+    "Runner",
+    "Screen",
+    "SearchInterrupted",
+    "SearchOutcome",
+    "SearchProblem",
+    "SimEvaluator",
+    "named_budget",
+    "paper_space",
+    "run_search",
+    "scale_rate",
+    "scenario_fingerprint",
+]

@@ -62,6 +62,7 @@ class Calibration:
     prompt_wait_scale: float = 1.0
     token_cv: float = 0.0
     join_fraction: float = 0.5
+    prompt_full_utilization: float = 0.9
 
 
 CALIBRATION = Calibration()
@@ -140,6 +141,8 @@ class _Sample:
     t_s: FloatArray           # arrival offset within the trace (for the fluid backlog)
     log1mu: FloatArray        # log(1 − u), u stratified uniform for the wait quantile
     z: FloatArray             # stratified standard normal, independent of u
+    zcdf: FloatArray          # Φ(z)
+    v: FloatArray             # a third stratified uniform (which requests overflow)
     ref_ttft: FloatArray
     ref_tbt: FloatArray
     ref_e2e: FloatArray
@@ -164,12 +167,14 @@ def _draw_sample(scenario: Scenario, n: int | None) -> _Sample:
     o = wl.output_tokens[idx].astype(np.float64)
     t = wl.arrival_s[idx] - wl.arrival_s[0]
     u = (rng.permutation(m) + 0.5) / m
-    z = ndtri((rng.permutation(m) + 0.5) / m)
+    zcdf = (rng.permutation(m) + 0.5) / m
+    z = ndtri(zcdf)
+    v = (rng.permutation(m) + 0.5) / m
     ref = scenario.reference_perf()
     r_ttft, r_tbt, r_e2e = reference_latencies(ref, p, o)
     duration = max(float(wl.arrival_s[-1] - wl.arrival_s[0]), 1e-9)
     rate = (wl.n - 1) / duration if wl.n > 1 else 1.0
-    return _Sample(p, o, t, np.log1p(-u), z, np.asarray(r_ttft), np.asarray(r_tbt),
+    return _Sample(p, o, t, np.log1p(-u), z, zcdf, v, np.asarray(r_ttft), np.asarray(r_tbt),
                    np.asarray(r_e2e), duration, rate)
 
 
@@ -311,7 +316,7 @@ class _SplitContext:
         sim = scenario.sim
         self.prompt_perf = scenario.perf_model(design.prompt)
         self.token_perf = scenario.perf_model(design.token)
-        p, o = sample.p, sample.o
+        p = sample.p
         # Prompt service: one prompt iteration of p tokens (prompts above the batch-token cap
         # still run alone in one iteration).
         self.service = np.asarray(self.prompt_perf.prompt_time_s(p))
@@ -319,51 +324,115 @@ class _SplitContext:
         self.es = es
         self.scv = float(self.service.var() / es**2) if es > 0 else 0.0
         self.xfer = kv_transfer_s(scenario, design, p)
-        dec = np.maximum(o - 1.0, 0.0)
-        self.dec = dec
-        self.mean_dec = float(dec.mean())
-        w = dec / dec.sum() if dec.sum() > 0 else np.full(len(dec), 1.0 / len(dec))
-        # Time-weighted (by decode length) means over the requests resident in a decode batch.
-        self.ctx_per_req = float(np.sum(w * (p + 0.5 * o)))
-        kv_per_req = float(np.sum(w * (p + o))) * scenario.kv_bytes_per_token
-        self.nmax = float(min(sim.max_batch_size, cap_token / max(kv_per_req, 1.0)))
-        self.tau_max = float(self.token_perf.token_time_s(self.nmax, self.nmax * self.ctx_per_req))
-
-    def tau(self, batch: FloatArray) -> FloatArray:
-        b = np.maximum(batch, 1.0)
-        return np.asarray(self.token_perf.token_time_s(b, b * self.ctx_per_req))
+        self.dec, self.mean_dec, self.ctx_per_req, self.nmax = _decode_constants(
+            scenario, sample, cap_token)
+        # Overflow prompts run on borrowed token machines as mixed iterations co-batched with
+        # their decodes: tabulate the mean mixed-iteration time over decode batches N.
+        self.grid = np.linspace(0.0, 1.0, _BASELINE_GRID) ** 2 * self.nmax
+        self.mix_mean = _mixed_means(self.token_perf, p, self.grid, self.ctx_per_req)
+        self.mix_solo = np.asarray(self.token_perf.mixed_time_s(p, 0.0))
+        self.es_token = float(self.mix_solo.mean())
+        self.tau_grid = _tau(self.token_perf, self.grid, self.ctx_per_req)
 
     def evaluate(self, pm: IntArray, tm: IntArray, lam: FloatArray):
         s, cal = self.s, self.cal
         P = pm.astype(np.float64)
         T = tm.astype(np.float64)
-        # --- prompt pool: M/G/c
-        pw, cond, rho_p = mgc_wait(lam, self.es, self.scv, pm)
+        # --- prompt pool: M/G/c up to the load at which prompt machines turn "full"; the excess
+        # overflows to token machines borrowed into the mixed pool.
+        offered = lam * self.es
+        served = np.minimum(offered, cal.prompt_full_utilization * P)
+        excess = offered - served
+        overflow = np.divide(excess, offered, out=np.zeros_like(offered), where=offered > 0)
+        lam_p = served / self.es
+        pw, cond, _ = mgc_wait(lam_p, self.es, self.scv, pm)
         cond = cond * cal.prompt_wait_scale
         logpw = np.log(np.maximum(pw, 1e-300))
-        ok_p = rho_p < 1.0
-        cond_f = np.where(ok_p, cond, 0.0)
-        wait = np.maximum(0.0, (logpw[:, None] - s.log1mu[None, :]) * cond_f[:, None])
-        fluid = np.maximum(rho_p - 1.0, 0.0)[:, None] * s.t_s[None, :]
-        wait = np.where(ok_p[:, None], wait, fluid)
-        ttft = wait + self.service[None, :]
-        # --- token pool: Little's law fixed point N = L·τ(N)
-        L = lam * self.mean_dec / T
-        nmax = np.full(len(P), self.nmax)
-        nbat = bisect_increasing(lambda x: x - L * self.tau(x), np.zeros(len(P)), nmax)
-        rho_t = L * self.tau_max / self.nmax
-        ok_t = rho_t < 1.0
-        nbat = np.where(ok_t, nbat, self.nmax)
-        tau = self.tau(nbat)
-        tau_i = tau[:, None] * (1.0 + cal.token_cv / np.sqrt(np.maximum(nbat, 1.0))[:, None]
-                                * s.z[None, :])
-        tau_i = np.maximum(tau_i, 0.25 * tau[:, None])
+        wait = np.maximum(0.0, (logpw[:, None] - s.log1mu[None, :]) * cond[:, None])
+        # --- token pool: per machine, lam_x overflow prompts/s as mixed iterations, and a decode
+        # batch N with N × iteration rate = decode demand (Little's law, as a fixed point).
+        lam_x = excess / self.es / T
+        demand = lam * self.mean_dec / T
+        decode_rate = _solve_mixed(lam_x, demand, self.grid, self.mix_mean, self.tau_grid, self.nmax)
+        nbat, tau, mix_mean, prompt_share, rho_t = decode_rate
+        ok = rho_t < 1.0
+        rho_p = served / P
+        # per-request TTFT: overflowed requests (chosen by a stratified uniform) run on a mixed
+        # machine right away, the others queue in the prompt pool
+        over_i = s.v[None, :] < overflow[:, None]
+        ttft_pool = wait + self.service[None, :]
+        ttft_mixed = (0.5 * tau)[:, None] + self.mix_solo[None, :]
+        ttft = np.where(over_i, ttft_mixed, ttft_pool)
+        # decode phase: o − 1 iterations, K of them mixed (overflow prompts during the phase)
+        rate = lam_x + np.maximum(1.0 - prompt_share, 1e-9) / tau
+        m = lam_x[:, None] * self.dec[None, :] / rate[:, None]
+        k = _poisson_quantile(m, s.z[None, :], s.zcdf[None, :], self.dec[None, :])
+        tau_i = tau[:, None] * (1.0 + cal.token_cv / np.sqrt(np.maximum(nbat, 1.0))[:, None] * s.z[None, :])
         join = cal.join_fraction * tau * np.minimum(nbat, 1.0)
         backlog = np.maximum(rho_t - 1.0, 0.0)[:, None] * s.t_s[None, :]
-        decode = (self.xfer[None, :] + join[:, None] + self.dec[None, :] * tau_i + backlog)
+        decode = (self.xfer[None, :] + join[:, None] + (self.dec[None, :] - k) * tau_i
+                  + k * mix_mean[:, None] + backlog)
         e2e = ttft + decode
         tbt = decode / s.o[None, :]
-        return ttft, tbt, e2e, ok_p & ok_t, rho_p, rho_t, nbat
+        return ttft, tbt, e2e, ok, rho_p, rho_t, nbat
+
+
+def _decode_constants(
+    scenario: Scenario, sample: _Sample, cap: float
+) -> tuple[FloatArray, float, float, float]:
+    """Decode lengths and the time-weighted context / KV of the requests resident in a batch."""
+    p, o = sample.p, sample.o
+    dec = np.maximum(o - 1.0, 0.0)
+    w = dec / dec.sum() if dec.sum() > 0 else np.full(len(dec), 1.0 / len(dec))
+    ctx_per_req = float(np.sum(w * (p + 0.5 * o)))
+    kv_per_req = float(np.sum(w * (p + o))) * scenario.kv_bytes_per_token
+    nmax = float(max(1.0, min(scenario.sim.max_batch_size, cap / max(kv_per_req, 1.0))))
+    return dec, float(dec.mean()), ctx_per_req, nmax
+
+
+def _mixed_means(perf, p: FloatArray, grid: FloatArray, ctx_per_req: float) -> FloatArray:
+    mix = np.asarray(perf.mixed_time_s(p[None, :] + grid[:, None], (grid * ctx_per_req)[:, None]))
+    return mix.mean(axis=1)
+
+
+def _tau(perf, grid: FloatArray, ctx_per_req: float) -> FloatArray:
+    b = np.maximum(grid, 1.0)
+    return np.asarray(perf.token_time_s(b, b * ctx_per_req))
+
+
+def _solve_mixed(lam_x: FloatArray, demand: FloatArray, grid: FloatArray, mix_tab: FloatArray,
+                 tau_tab: FloatArray, nmax: float):
+    """Decode batch N on a machine that also runs lam_x prompt iterations per second.
+
+    Iterations per second R(N) = lam_x + (1 − lam_x·mix(N)) / τ(N); every resident decode gains
+    one token per iteration, so N·R(N) = decode demand. Returns (N, τ, mix, prompt share, ρ) with
+    ρ = demand / the largest decode throughput the machine sustains (≥ 1: overloaded).
+    """
+
+    def throughput(nb: FloatArray) -> FloatArray:
+        share = np.minimum(lam_x * np.interp(nb, grid, mix_tab), 1.0)
+        return nb * (lam_x + (1.0 - share) / np.interp(nb, grid, tau_tab))
+
+    hi = np.full(len(demand), nmax)
+    cap = throughput(hi)
+    nbat = bisect_increasing(lambda x: throughput(x) - demand, np.zeros(len(demand)), hi)
+    share_hi = lam_x * np.interp(hi, grid, mix_tab)
+    rho = np.where((cap > 0) & (share_hi < 1.0), demand / np.maximum(cap, 1e-300), np.inf)
+    rho = np.where(demand > 0, rho, np.minimum(share_hi, np.inf))
+    tau = np.interp(nbat, grid, tau_tab)
+    mix = np.interp(nbat, grid, mix_tab)
+    share = np.minimum(lam_x * mix, 1.0)
+    return nbat, tau, mix, share, rho
+
+
+def _poisson_quantile(mean: FloatArray, z: FloatArray, zcdf: FloatArray, upper: FloatArray) -> FloatArray:
+    """Per-request quantile of a Poisson count (prompt iterations landing in a decode phase).
+
+    Exact at zero (P(K = 0) = e^−m, which dominates short decodes), a continuous normal
+    approximation above; clipped to [0, upper].
+    """
+    k = np.where(zcdf < np.exp(-mean), 0.0, np.maximum(1.0, mean + np.sqrt(mean) * z))
+    return np.minimum(k, upper)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -373,53 +442,24 @@ class _SplitContext:
 class _BaselineContext:
     def __init__(self, scenario: Scenario, design: Design, sample: _Sample, cap: float) -> None:
         self.s = sample
-        sim = scenario.sim
         self.perf = scenario.perf_model(design.prompt)
-        p, o = sample.p, sample.o
-        dec = np.maximum(o - 1.0, 0.0)
-        self.dec = dec
-        self.mean_dec = float(dec.mean())
-        w = dec / dec.sum() if dec.sum() > 0 else np.full(len(dec), 1.0 / len(dec))
-        self.ctx_per_req = float(np.sum(w * (p + 0.5 * o)))
-        kv_per_req = float(np.sum(w * (p + o))) * scenario.kv_bytes_per_token
-        self.nmax = float(max(1.0, min(sim.max_batch_size, cap / max(kv_per_req, 1.0))))
+        p = sample.p
+        self.dec, self.mean_dec, self.ctx_per_req, self.nmax = _decode_constants(scenario, sample, cap)
         # Mean mixed-iteration time (a prompt co-batched with N decodes) and decode-only
         # iteration time, tabulated on a grid of decode batches N.
-        grid = np.linspace(0.0, 1.0, _BASELINE_GRID) ** 2 * self.nmax
-        self.grid = grid
-        mix = np.asarray(self.perf.mixed_time_s(p[None, :] + grid[:, None],
-                                                (grid * self.ctx_per_req)[:, None]))
-        self.mix_mean = mix.mean(axis=1)
-        self.mix_scv = float(mix[0].var() / mix[0].mean() ** 2)
-        self.tau_grid = np.asarray(self.perf.token_time_s(np.maximum(grid, 1.0),
-                                                          np.maximum(grid, 1.0) * self.ctx_per_req))
-
-    def _mix(self, n: FloatArray) -> FloatArray:
-        return np.interp(n, self.grid, self.mix_mean)
-
-    def _tau(self, n: FloatArray) -> FloatArray:
-        return np.interp(n, self.grid, self.tau_grid)
+        self.grid = np.linspace(0.0, 1.0, _BASELINE_GRID) ** 2 * self.nmax
+        self.mix_mean = _mixed_means(self.perf, p, self.grid, self.ctx_per_req)
+        solo = np.asarray(self.perf.mixed_time_s(p, 0.0))
+        self.mix_scv = float(solo.var() / solo.mean() ** 2)
+        self.tau_grid = _tau(self.perf, self.grid, self.ctx_per_req)
 
     def evaluate(self, pm: IntArray, tm: IntArray, lam: FloatArray):
         s = self.s
         N = pm.astype(np.float64)
         lam_m = lam / N
         demand = lam_m * self.mean_dec                      # decode tokens per second per machine
-
-        def tokens_rate(nb: FloatArray) -> FloatArray:
-            # iterations per second: one mixed iteration per arriving prompt, decode-only otherwise
-            busy = np.minimum(lam_m * self._mix(nb), 1.0)
-            return nb * (lam_m + (1.0 - busy) / self._tau(nb)) - demand
-
-        nmax = np.full(len(N), self.nmax)
-        nbat = bisect_increasing(tokens_rate, np.zeros(len(N)), nmax)
-        ok_t = tokens_rate(nmax) > 0.0
-        nbat = np.where(ok_t, nbat, self.nmax)
-        mix_mean = self._mix(nbat)
-        tau = self._tau(nbat)
-        rho_p = lam_m * mix_mean
-        cap_t = nmax * (lam_m + np.maximum(1.0 - rho_p, 0.0) / self._tau(nmax))
-        rho_t = np.where(cap_t > 0, demand / np.maximum(cap_t, 1e-300), np.inf)
+        nbat, tau, mix_mean, rho_p, rho_t = _solve_mixed(lam_m, demand, self.grid, self.mix_mean,
+                                                         self.tau_grid, self.nmax)
         ok_p = rho_p < 1.0
         pw, cond, _ = mgc_wait(lam, mix_mean, self.mix_scv, pm)
         logpw = np.log(np.maximum(pw, 1e-300))
@@ -434,12 +474,12 @@ class _BaselineContext:
         # decode phase: o − 1 iterations, K of them mixed (prompt arrivals during the phase)
         rate = lam_m + np.maximum(1.0 - rho_p, 1e-9) / tau
         m = lam_m[:, None] * self.dec[None, :] / rate[:, None]
-        k = np.clip(m + np.sqrt(m) * s.z[None, :], 0.0, self.dec[None, :])
+        k = _poisson_quantile(m, s.z[None, :], s.zcdf[None, :], self.dec[None, :])
         backlog = np.maximum(rho_t - 1.0, 0.0)[:, None] * s.t_s[None, :]
         decode = (self.dec[None, :] - k) * tau[:, None] + k * mix_mean[:, None] + backlog
         e2e = ttft + decode
         tbt = decode / s.o[None, :]
-        return ttft, tbt, e2e, ok_p & ok_t, rho_p, rho_t, nbat
+        return ttft, tbt, e2e, ok_p & (rho_t < 1.0), rho_p, rho_t, nbat
 
 
 __all__ = ["DEFAULT_SAMPLE_SIZE", "AnalyticBatch", "Calibration", "evaluate_grid", "kv_transfer_s",

@@ -1,0 +1,46 @@
+"""`splitplan perf check` and `splitplan perf fit` as library functions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from splitplan.perf.check import CheckResult, GroupMape, check_profile
+
+
+def perf_check(profile: str | Path, perf: str = "analytic", tensor_parallel: int | None = 8,
+               split_seed: int = 0) -> CheckResult:
+    """MAPE (percent) of the analytic or profile performance model against a profile table."""
+    return check_profile(profile, perf=perf, tensor_parallel=tensor_parallel, split_seed=split_seed)
+
+
+@dataclass(frozen=True, slots=True)
+class PerfFitResult:
+    out: str
+    gpus: list[str]
+    refined_models: list[str]
+    profile_sha256: str
+    tensor_parallel: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"out": self.out, "gpus": self.gpus, "refined_models": self.refined_models,
+                "profile_sha256": self.profile_sha256, "tensor_parallel": self.tensor_parallel}
+
+
+def perf_fit(profile: str | Path, out: str | Path, tensor_parallel: int = 8,
+             per_model: bool = True) -> PerfFitResult:
+    """Calibrate the analytic model to a profile table and write the coefficients (TOML, atomically)."""
+    from splitplan.perf.fit import fit_analytic, save_fit
+
+    result = fit_analytic(profile, tensor_parallel=tensor_parallel, per_model=per_model)
+    path = save_fit(result, out)
+    return PerfFitResult(
+        out=str(path),
+        gpus=sorted(result.coefficients),
+        refined_models=[f"{g}/{m}" for g, m in sorted(result.models)],
+        profile_sha256=result.profile_sha256,
+        tensor_parallel=result.tensor_parallel,
+    )
+
+
+__all__ = ["CheckResult", "GroupMape", "PerfFitResult", "perf_check", "perf_fit"]

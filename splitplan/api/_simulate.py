@@ -1,0 +1,100 @@
+"""`splitplan simulate` as a library function, and the scenario builder every command shares."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from splitplan.catalog import get_model
+from splitplan.design import ClusterConfig, Design, custom_design, get_design
+from splitplan.errors import InputError
+from splitplan.sim import Scenario, SimResult
+from splitplan.sim import simulate as _simulate
+from splitplan.sim.config import config_perf, load_config
+from splitplan.slo import load_slo
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkloadRequest:
+    """Where requests come from: a preset or trace (`workload`), or a replayed `trace` file."""
+
+    workload: str = "coding"
+    rate_rps: float | None = 70.0
+    duration_s: float | None = 120.0
+    trace: str | None = None
+    arrival: str = "poisson"
+    cv: float = 1.0
+
+
+def build_scenario(
+    *,
+    workload: WorkloadRequest | None = None,
+    model: str = "llama2-70b",
+    perf: str | None = None,
+    config: str | Path | None = None,
+    slo: str | Path | None = None,
+    seed: int = 0,
+) -> Scenario:
+    """Resolve names and files into a Scenario (validated here, at the boundary)."""
+    from splitplan.workload import make_workload, read_trace
+
+    wr = workload or WorkloadRequest()
+    sim = load_config(config)
+    perf_source = perf or config_perf(config) or "analytic"
+    if perf_source != "analytic" and not Path(perf_source).is_file():
+        raise InputError(f"performance profile {perf_source} does not exist")
+    if wr.trace is not None:
+        wl = read_trace(wr.trace)
+    else:
+        for name, value in (("rate", wr.rate_rps), ("duration", wr.duration_s)):
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise InputError(f"--{name} must be a positive number, got {value}")
+        wl = make_workload(wr.workload, rate_rps=wr.rate_rps, duration_s=wr.duration_s,
+                           arrival=wr.arrival, cv=wr.cv, seed=seed)
+    return Scenario(workload=wl, model=get_model(model), perf=perf_source, sim=sim,
+                    slo=load_slo(slo), seed=seed)
+
+
+def resolve_design(
+    name: str | None,
+    *,
+    prompt_gpu: str | None = None,
+    token_gpu: str | None = None,
+    prompt_power_cap: float = 1.0,
+    token_power_cap: float = 1.0,
+) -> Design:
+    """A paper design by name, or a custom one from pool GPUs and caps."""
+    if prompt_gpu is not None or token_gpu is not None:
+        if prompt_gpu is None:
+            raise InputError("a custom design needs --prompt-gpu (and optionally --token-gpu)")
+        baseline = name is not None and name.startswith("baseline")
+        return custom_design(prompt_gpu, token_gpu, prompt_power_cap, token_power_cap, baseline=baseline)
+    return get_design(name or "splitwise-hh")
+
+
+def make_config(design: Design, prompt: int | None, token: int | None, machines: int | None) -> ClusterConfig:
+    if design.is_baseline:
+        if machines is None:
+            raise InputError(f"{design.name} is a baseline: give its size with --machines N")
+        return ClusterConfig.baseline(design, machines)
+    if prompt is None or token is None:
+        raise InputError(f"{design.name} needs --prompt P and --token T")
+    return ClusterConfig(design=design, prompt_machines=prompt, token_machines=token)
+
+
+def simulate(config: ClusterConfig, scenario: Scenario, engine: str = "des") -> SimResult:
+    """Simulate one configuration (the library twin of `splitplan simulate`)."""
+    return _simulate(config, scenario, engine)
+
+
+def requests_table(result: SimResult):  # -> pyarrow.Table
+    """Per-request results as a pyarrow table (columns named with units)."""
+    import pyarrow as pa
+
+    if result.per_request is None:
+        raise InputError(f"the {result.engine} engine keeps no per-request results; use --engine des")
+    cols = result.per_request.columns()
+    table = pa.table(cols)
+    meta = {b"splitplan.config": result.config.label.encode(), b"splitplan.engine": result.engine.encode()}
+    return table.replace_schema_metadata(meta)

@@ -1,0 +1,97 @@
+"""`splitplan simulate`: one configuration, nine SLOs, pass/fail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+WorkloadOpt = Annotated[
+    str, typer.Option("--workload", help="coding, conversation, or a trace CSV to resample.")
+]
+
+
+def simulate_command(
+    design: Annotated[str | None, typer.Option(help="Design name (see `splitplan catalog`).")] = None,
+    prompt: Annotated[int | None, typer.Option("--prompt", help="Prompt machines (split designs).")] = None,
+    token: Annotated[int | None, typer.Option("--token", help="Token machines (Splitwise designs).")] = None,
+    machines: Annotated[int | None, typer.Option(help="Machines of a baseline design.")] = None,
+    prompt_gpu: Annotated[str | None, typer.Option(help="Custom design: prompt-pool GPU or machine.")] = None,
+    token_gpu: Annotated[str | None, typer.Option(help="Custom design: token-pool GPU or machine.")] = None,
+    prompt_power_cap: Annotated[float, typer.Option(help="Prompt-pool power cap in (0, 1].")] = 1.0,
+    token_power_cap: Annotated[float, typer.Option(help="Token-pool power cap in (0, 1].")] = 1.0,
+    workload: WorkloadOpt = "coding",
+    rate: Annotated[float, typer.Option(help="Request rate, req/s.")] = 70.0,
+    duration: Annotated[float, typer.Option(help="Workload duration, s.")] = 120.0,
+    trace: Annotated[str | None, typer.Option(help="Replay this trace file as is.")] = None,
+    model: Annotated[str, typer.Option(help="Model name.")] = "llama2-70b",
+    perf: Annotated[str | None, typer.Option(help="'analytic' or a profile CSV.")] = None,
+    config: Annotated[Path | None, typer.Option(help="Simulator assumptions (TOML).")] = None,
+    slo: Annotated[Path | None, typer.Option(help="SLO limits (TOML).")] = None,
+    engine: Annotated[str, typer.Option(help="des or analytic.")] = "des",
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    requests_out: Annotated[Path | None, typer.Option(help="Write per-request results (parquet).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+) -> None:
+    """Simulate one cluster configuration and check all nine SLOs."""
+    from splitplan import api
+    from splitplan.api._simulate import WorkloadRequest, make_config, requests_table, resolve_design
+    from splitplan.cli._common import print_json
+
+    d = resolve_design(design, prompt_gpu=prompt_gpu, token_gpu=token_gpu,
+                       prompt_power_cap=prompt_power_cap, token_power_cap=token_power_cap)
+    cfg = make_config(d, prompt, token, machines)
+    scenario = api.build_scenario(
+        workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration, trace=trace),
+        model=model, perf=perf, config=config, slo=slo, seed=seed,
+    )
+    result = api.simulate(cfg, scenario, engine)
+    if requests_out is not None:
+        import pyarrow.parquet as pq
+
+        from splitplan._io import write_with
+
+        table = requests_table(result)
+        write_with(requests_out, lambda tmp: pq.write_table(table, tmp))
+    if json_out:
+        print_json(result.to_json())
+        return
+    _render(result)
+
+
+def _render(result) -> None:
+    from rich.table import Table
+
+    from splitplan.cli._common import console
+    from splitplan.slo import SLO_KEYS
+
+    cfg = result.config
+    con = console()
+    spec = None
+    t = Table(title=f"{cfg.label} — {result.engine}, {result.completed}/{result.requests} requests")
+    for col in ("SLO", "slowdown", "limit", "latency s", "status"):
+        t.add_column(col, justify="right" if col != "SLO" else "left")
+    from splitplan.slo import DEFAULT_SLOWDOWN_LIMITS
+
+    spec = getattr(result, "slo_limits", None) or DEFAULT_SLOWDOWN_LIMITS
+    for k in SLO_KEYS:
+        v = result.slowdown[k]
+        ok = v <= spec[k]
+        mark = "[green]pass[/green]" if ok else "[red]FAIL[/red]"
+        if k == result.verdict.binding:
+            mark += " (binding)"
+        t.add_row(k, f"{v:.3f}", f"{spec[k]:g}", f"{result.latency_s[k]:.4f}", mark)
+    con.print(t)
+    verdict = "[green]meets all SLOs[/green]" if result.meets_slo else "[red]does not meet the SLOs[/red]"
+    if not result.stable:
+        verdict += " [red](unstable: queues grow without bound)[/red]"
+    util = ", ".join(f"{k} {v:.0%}" for k, v in result.utilization.items())
+    con.print(f"{verdict}; binding {result.verdict.binding} (headroom {result.verdict.headroom:+.1%})")
+    con.print(f"cost ${cfg.cost_usd_per_h:,.2f}/h, power {cfg.power_kw:,.2f} kW, "
+              f"throughput {result.throughput_rps:.2f} req/s, utilization {util}, "
+              f"simulated in {result.sim_wall_s * 1000:.0f} ms")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("simulate")(simulate_command)

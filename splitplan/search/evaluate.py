@@ -1,0 +1,127 @@
+"""Layer 5: the two evaluators a search consults — the analytic screen and the DES decision.
+
+`Evaluator` is the contract the search strategies rely on, so tests can substitute closed-form
+fakes. `SimEvaluator` wires it to `splitplan.sim.analytic.evaluate_grid` (vectorized over points)
+and `splitplan.sim.des.simulate_des` (one configuration at a time). Rate scaling rescales arrival
+times (arrival_s / k gives k× the rate) so a throughput search reuses one sampled workload.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from splitplan.design import ClusterConfig, Design
+from splitplan.errors import InputError
+from splitplan.sim.scenario import Scenario
+from splitplan.slo import SLO_KEYS
+from splitplan.workload.base import Workload
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+def scale_rate(workload: Workload, factor: float) -> Workload:
+    """The same requests arriving `factor` times as fast (arrival_s / factor)."""
+    if not (math.isfinite(factor) and factor > 0):
+        raise InputError(f"rate factor must be a positive number, got {factor!r}")
+    if factor == 1.0:
+        return workload
+    return Workload(
+        arrival_s=workload.arrival_s / factor,
+        prompt_tokens=workload.prompt_tokens,
+        output_tokens=workload.output_tokens,
+        name=workload.name,
+        meta=dict(workload.meta),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Screen:
+    """Analytic screen of n points: margin = min over SLOs of limit/value − 1 (negative fails)."""
+
+    margin: FloatArray                       # (n,)
+    slowdown: dict[str, FloatArray]          # SLO key → (n,)
+    binding: npt.NDArray[np.str_] | None = None  # (n,) the SLO with least headroom, when known
+
+    @property
+    def meets(self) -> npt.NDArray[np.bool_]:
+        return self.margin >= 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A DES verdict on one configuration at one rate factor."""
+
+    meets: bool
+    margin: float                            # −inf when unstable
+    binding: str
+    slowdown: dict[str, float] = field(default_factory=dict)
+
+
+class Evaluator(Protocol):
+    """What a search needs. Implementations must be picklable (they travel to joblib workers).
+
+    - `screen` is cheap and vectorized: `prompt`, `token` are (n,) machine counts (token = 0 for
+      baselines), `rate_scale` a float or an (n,) array of rate factors.
+    - `decide` is the expensive exact check of one configuration (the DES).
+    """
+
+    def screen(self, design: Design, prompt: IntArray, token: IntArray,
+               rate_scale: float | FloatArray = 1.0) -> Screen: ...
+
+    def decide(self, design: Design, prompt: int, token: int, rate_scale: float = 1.0) -> Decision: ...
+
+
+def config_for(design: Design, prompt: int, token: int) -> ClusterConfig:
+    if design.is_baseline:
+        return ClusterConfig.baseline(design, int(prompt))
+    return ClusterConfig(design=design, prompt_machines=int(prompt), token_machines=int(token))
+
+
+@dataclass(slots=True)
+class SimEvaluator:
+    """The real evaluators over one Scenario (the workload at the target rate)."""
+
+    scenario: Scenario
+    _scaled: dict[float, Scenario] = field(default_factory=dict, repr=False)
+
+    def _at(self, factor: float) -> Scenario:
+        if factor == 1.0:
+            return self.scenario
+        if factor not in self._scaled:
+            wl = scale_rate(self.scenario.workload, factor)
+            self._scaled[factor] = replace(self.scenario, workload=wl)
+        return self._scaled[factor]
+
+    def screen(self, design: Design, prompt: IntArray, token: IntArray,
+               rate_scale: float | FloatArray = 1.0) -> Screen:
+        from splitplan.sim.analytic import evaluate_grid
+
+        batch = evaluate_grid(design, np.asarray(prompt, dtype=np.int64), np.asarray(token, dtype=np.int64),
+                              self.scenario, rate_scale=rate_scale)
+        margin = np.asarray(batch.margin, dtype=np.float64).copy()
+        margin[~np.asarray(batch.stable, dtype=bool)] = -np.inf
+        margin[np.isnan(margin)] = -np.inf
+        slowdown = {k: np.asarray(batch.slowdown[k], dtype=np.float64) for k in SLO_KEYS}
+        limits = self.scenario.slo.slowdown
+        keys = [k for k in SLO_KEYS if k in limits]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            head = np.stack([limits[k] / slowdown[k] for k in keys])
+        head[~np.isfinite(head)] = -np.inf
+        binding = np.asarray(keys)[np.argmin(head, axis=0)]
+        return Screen(margin=margin, slowdown=slowdown, binding=binding)
+
+    def decide(self, design: Design, prompt: int, token: int, rate_scale: float = 1.0) -> Decision:
+        from splitplan.sim.des import simulate_des
+
+        res = simulate_des(config_for(design, prompt, token), self._at(float(rate_scale)))
+        margin = float(res.verdict.headroom) if res.stable else -math.inf
+        if math.isnan(margin):
+            margin = -math.inf
+        return Decision(meets=bool(res.meets_slo), margin=margin, binding=res.verdict.binding,
+                        slowdown={k: float(res.slowdown[k]) for k in SLO_KEYS})

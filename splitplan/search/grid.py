@@ -1,0 +1,223 @@
+"""Layer 5: cost/power search over the (prompt, token) grid of one design — exhaustive DES, analytic
+only, or hybrid (analytic screen, DES decisions, dominance).
+
+Hybrid exactness. Assume DES feasibility is monotone: adding a machine to either pool never breaks
+an SLO. Then the infeasible points form a down-set whose boundary is t*(p), the fewest token
+machines that pass with p prompt machines (non-increasing in p). The hybrid finds t*(p) for every
+column with the DES, using the analytic screen only to *guess* where to probe (galloping search
+from the guess, then bisection). Each grid point is then decided by the DES itself or by
+dominance from a DES-decided point (p' ≥ p, t' ≥ t infeasible ⇒ (p, t) infeasible; p' ≤ p, t' ≤ t
+feasible ⇒ feasible), so under monotonicity the result equals an exhaustive DES sweep whatever
+the analytic error. Monotonicity can fail by a hair near the frontier (one more machine reorders
+a queue); as a guard, every dominance-infeasible point that is cheaper than the optimum and whose
+analytic margin is above −band is re-checked with the DES. With band = ∞ the answer is exact
+without any assumption; with band = 0.3 it is exact unless the DES is non-monotone at a point the
+analytic screen misjudges by more than 30 %.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from splitplan.design import Design
+from splitplan.search.evaluate import Decision, Evaluator, Screen
+from splitplan.search.store import point_key
+
+Point = tuple[int, int]
+
+
+@dataclass(slots=True)
+class CachedEvaluator:
+    """Serves known DES verdicts, evaluates the rest once; `sink` persists new ones at once."""
+
+    inner: Evaluator
+    space: str
+    known: dict[str, Decision] = field(default_factory=dict)
+    sink: Callable[[str, Decision], None] | None = None
+    fresh: dict[str, Decision] = field(default_factory=dict)
+
+    @property
+    def new(self) -> int:
+        return len(self.fresh)
+
+    def key(self, design: Design, p: int, t: int, factor: float) -> str:
+        return point_key(self.space, design.prompt.type.name, design.token.type.name,
+                         design.prompt.power_cap, design.token.power_cap, int(p), int(t), factor)
+
+    def decide(self, design: Design, p: int, t: int, factor: float) -> Decision:
+        k = self.key(design, p, t, factor)
+        d = self.known.get(k)
+        if d is None:
+            d = self.inner.decide(design, int(p), int(t), factor)
+            self.known[k] = d
+            self.fresh[k] = d
+            if self.sink is not None:
+                self.sink(k, d)
+        return d
+
+
+def threshold(lo: int, hi: int, guess: int, probe: Callable[[int], bool]) -> int:
+    """Smallest x in (lo, hi) with probe(x) true, given probe false at ≤ lo and true at ≥ hi.
+
+    `hi` may be a sentinel one past the range (never probed); the return value is then hi when
+    nothing in range passes. Gallops from `guess` with doubling steps, then bisects.
+    """
+    seen_ok = seen_bad = False
+    x, step = guess, 1
+    while hi - lo > 1:
+        if seen_ok and seen_bad:
+            x = (lo + hi) // 2
+        x = min(max(x, lo + 1), hi - 1)
+        if probe(x):
+            hi, seen_ok = x, True
+            x = hi - step
+        else:
+            lo, seen_bad = x, True
+            x = lo + step
+        step *= 2
+    return hi
+
+
+def first_passing(margin_col: np.ndarray, values: np.ndarray, sentinel: int) -> int:
+    ok = np.nonzero(margin_col >= 0.0)[0]
+    return int(values[ok[0]]) if len(ok) else sentinel
+
+
+def walk_columns(evaluator: CachedEvaluator, design: Design, ps: list[int], t_range: tuple[int, int],
+                 guesses: list[int], factor: float) -> tuple[dict[Point, Decision], dict[str, Decision]]:
+    """Find t*(p) for each p in `ps` (walked in descending order), sharing dominance between columns.
+
+    Top-level and picklable: one task per design column block. Returns every DES verdict used.
+    """
+    t_lo, t_hi = t_range
+    seen: dict[Point, Decision] = {}
+
+    def probe_at(p: int) -> Callable[[int], bool]:
+        def probe(t: int) -> bool:
+            d = evaluator.decide(design, p, t, factor)
+            seen[(p, t)] = d
+            return d.meets
+        return probe
+
+    order = sorted(zip(ps, guesses, strict=True), reverse=True)
+    for p, g in order:
+        lo = max([t for (pp, t), d in seen.items() if not d.meets and pp >= p] + [t_lo - 1])
+        hi = min([t for (pp, t), d in seen.items() if d.meets and pp <= p] + [t_hi + 1])
+        threshold(lo, hi, g, probe_at(p))
+    return seen, evaluator.fresh
+
+
+def walk_line(evaluator: CachedEvaluator, design: Design, n_range: tuple[int, int], guess: int,
+              factor: float) -> tuple[dict[Point, Decision], dict[str, Decision]]:
+    """Baselines: the fewest machines N* that pass (one threshold search)."""
+    seen: dict[Point, Decision] = {}
+
+    def probe(n: int) -> bool:
+        d = evaluator.decide(design, n, 0, factor)
+        seen[(n, 0)] = d
+        return d.meets
+
+    threshold(n_range[0] - 1, n_range[1] + 1, guess, probe)
+    return seen, evaluator.fresh
+
+
+def decide_points(evaluator: CachedEvaluator, design: Design, points: list[Point],
+                  factor: float) -> tuple[dict[Point, Decision], dict[str, Decision]]:
+    """DES every point of a chunk (exhaustive sweeps and the hybrid's verification pass)."""
+    out = {pt: evaluator.decide(design, pt[0], pt[1], factor) for pt in points}
+    return out, evaluator.fresh
+
+
+@dataclass(frozen=True, slots=True)
+class Grid:
+    """The points of one design's count space, as flat arrays in (p, t) row-major order."""
+
+    p_values: np.ndarray
+    t_values: np.ndarray          # [0] for baselines
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return len(self.p_values), len(self.t_values)
+
+    @property
+    def flat(self) -> tuple[np.ndarray, np.ndarray]:
+        pp, tt = np.meshgrid(self.p_values, self.t_values, indexing="ij")
+        return pp.ravel().astype(np.int64), tt.ravel().astype(np.int64)
+
+
+def make_grid(p_range: tuple[int, int], t_range: tuple[int, int], baseline: bool) -> Grid:
+    p = np.arange(p_range[0], p_range[1] + 1, dtype=np.int64)
+    t = np.array([0], dtype=np.int64) if baseline else np.arange(t_range[0], t_range[1] + 1, dtype=np.int64)
+    return Grid(p_values=p, t_values=t)
+
+
+def classify(grid: Grid, decided: dict[Point, Decision]) -> tuple[np.ndarray, np.ndarray]:
+    """(meets, how) over the grid (shape grid.shape): how = 0 des, 1 dominance, 2 undecided/conflict."""
+    n_p, n_t = grid.shape
+    p_index = {int(v): i for i, v in enumerate(grid.p_values)}
+    t_index = {int(v): j for j, v in enumerate(grid.t_values)}
+    ok = np.zeros((n_p, n_t), dtype=bool)
+    bad = np.zeros((n_p, n_t), dtype=bool)
+    for (p, t), d in decided.items():
+        if p in p_index and t in t_index:
+            (ok if d.meets else bad)[p_index[p], t_index[t]] = True
+    # feasible if some DES-feasible point is ≤ componentwise; infeasible if some DES-infeasible is ≥
+    up = np.maximum.accumulate(np.maximum.accumulate(ok, axis=0), axis=1)
+    down = np.maximum.accumulate(np.maximum.accumulate(bad[::-1, ::-1], axis=0), axis=1)[::-1, ::-1]
+    direct = ok | bad
+    meets = np.where(direct, ok, up & ~down)
+    how = np.where(direct, 0, np.where(up ^ down, 1, 2))
+    return meets, how
+
+
+def objective_values(design: Design, p: np.ndarray, t: np.ndarray, objective: str
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(objective, cost $/h, power kW) per point; baselines have t = 0."""
+    tt = np.zeros_like(p) if design.is_baseline else t
+    cost = p * design.prompt.cost_usd_per_h + tt * design.token.cost_usd_per_h
+    power = p * design.prompt.power_kw + tt * design.token.power_kw
+    obj = power if objective == "power" else cost
+    return obj.astype(np.float64), cost.astype(np.float64), power.astype(np.float64)
+
+
+def best_index(meets: np.ndarray, ok_budget: np.ndarray, obj: np.ndarray, machines: np.ndarray,
+               p: np.ndarray) -> int | None:
+    """Index of the cheapest feasible in-budget point; ties → fewer machines, then fewer prompt."""
+    cand = np.nonzero(meets & ok_budget)[0]
+    if not len(cand):
+        return None
+    order = np.lexsort((p[cand], machines[cand], np.round(obj[cand], 9)))
+    return int(cand[order[0]])
+
+
+def verify_candidates(how: np.ndarray, meets: np.ndarray, ok_budget: np.ndarray, obj: np.ndarray,
+                      margin: np.ndarray, best_obj: float, band: float) -> np.ndarray:
+    """Flat indices the hybrid re-checks with the DES: undecided points, and dominance-infeasible
+    points cheaper than the optimum whose analytic margin is within the band."""
+    undecided = how == 2
+    suspicious = (how == 1) & ~meets & ok_budget & (obj < best_obj - 1e-9) & (margin >= -band)
+    return np.nonzero(undecided | suspicious)[0]
+
+
+def guesses_for(grid: Grid, screen: Screen | None) -> list[int]:
+    """Analytic guess of t*(p) (or N* for a baseline) per column; mid-range without a screen."""
+    n_p, n_t = grid.shape
+    hi = int(grid.t_values[-1]) + 1
+    if screen is None:
+        mid = int(grid.t_values[n_t // 2])
+        return [mid] * n_p
+    m = screen.margin.reshape(n_p, n_t)
+    return [first_passing(m[i], grid.t_values, hi) for i in range(n_p)]
+
+
+def baseline_guess(grid: Grid, screen: Screen | None) -> int:
+    if screen is None:
+        return int(grid.p_values[len(grid.p_values) // 2])
+    return first_passing(screen.margin, grid.p_values, int(grid.p_values[-1]) + 1)
+
+
+INF = math.inf

@@ -1,0 +1,118 @@
+"""Layer 5: running independent search tasks — in-process, on local processes (joblib/loky) or on a
+Dask cluster (joblib's dask backend). Tasks are chunks (a design's column block, a batch of points),
+never single points, and workers are top-level functions, so everything pickles.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from splitplan.errors import InputError
+
+
+class ProgressSink(Protocol):
+    """Receives task counts: `add` when tasks are scheduled, `advance` as they finish."""
+
+    def add(self, total: int) -> None: ...
+
+    def advance(self, n: int = 1) -> None: ...
+
+BACKENDS = ("loky", "dask")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Runner:
+    """Where tasks run. `jobs` = 1 with the loky backend runs in-process (no pickling, no start-up)."""
+
+    jobs: int = 1
+    backend: str = "loky"
+    scheduler: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.jobs, int) or self.jobs == 0 or self.jobs < -1:
+            raise InputError(f"--jobs must be a positive integer (or -1 for all cores), got {self.jobs!r}")
+        if self.backend not in BACKENDS:
+            raise InputError(f"--backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
+        if self.backend == "dask" and not self.scheduler:
+            raise InputError("--backend dask needs --scheduler ADDRESS (e.g. tcp://host:8786)")
+
+    @property
+    def workers(self) -> int:
+        if self.backend == "dask":
+            return max(self.jobs, 2)
+        if self.jobs == -1:
+            import os
+
+            return os.cpu_count() or 1
+        return self.jobs
+
+    @property
+    def in_process(self) -> bool:
+        return self.backend == "loky" and self.jobs == 1
+
+    def map(self, fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]],
+            progress: ProgressSink | None = None,
+            on_result: Callable[[int, Any], None] | None = None) -> list[Any]:
+        """`[fn(*task) for task in tasks]`, in order, possibly in parallel.
+
+        `on_result(i, result)` runs in the caller's process as each task finishes (to persist
+        finished work before the rest is done); `progress` counts tasks.
+        """
+        if not tasks:
+            return []
+        if progress:
+            progress.add(len(tasks))
+        if self.in_process or (len(tasks) == 1 and self.backend == "loky"):
+            out = []
+            for i, task in enumerate(tasks):
+                out.append(fn(*task))
+                if on_result:
+                    on_result(i, out[-1])
+                if progress:
+                    progress.advance(1)
+            return out
+        from joblib import Parallel, delayed
+
+        with self._backend():
+            par = Parallel(n_jobs=self.jobs if self.backend == "loky" else -1, return_as="generator")
+            out = []
+            for i, res in enumerate(par(delayed(fn)(*task) for task in tasks)):
+                out.append(res)
+                if on_result:
+                    on_result(i, res)
+                if progress:
+                    progress.advance(1)
+            return out
+
+    @contextlib.contextmanager
+    def _backend(self) -> Iterator[None]:
+        if self.backend == "loky":
+            yield
+            return
+        try:
+            from distributed import Client
+        except ImportError:
+            raise InputError("--backend dask needs the 'distributed' package (pip install splitplan[dask])") \
+                from None
+        import joblib
+
+        try:
+            client = Client(self.scheduler, timeout=30)
+        except OSError as exc:
+            raise InputError(f"cannot reach the Dask scheduler at {self.scheduler}: {exc}") from None
+        try:
+            with joblib.parallel_config(backend="dask"):
+                yield
+        finally:
+            client.close()
+
+
+def chunks(items: Sequence[Any], n_chunks: int) -> list[list[Any]]:
+    """Split `items` into at most `n_chunks` contiguous, nearly equal, non-empty chunks."""
+    n = len(items)
+    k = max(1, min(n_chunks, n))
+    bounds = [round(i * n / k) for i in range(k + 1)]
+    return [list(items[bounds[i]:bounds[i + 1]]) for i in range(k) if bounds[i + 1] > bounds[i]]

@@ -1,0 +1,213 @@
+"""Layer 5: a search problem as data — design spaces, count ranges, objective, budgets, engine.
+
+A `DesignSpace` is one row of the result table: a named paper design (GPU types and caps fixed,
+counts searched) or a custom family whose GPU types and power caps may be search dimensions too.
+Validation happens here, once, so the strategies can assume a well-formed problem.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from splitplan.catalog import get_machine_type, validate_power_cap
+from splitplan.design import Design, custom_design, get_design
+from splitplan.errors import InputError
+
+Objective = Literal["cost", "power", "throughput"]
+Engine = Literal["hybrid", "analytic", "des"]
+Method = Literal["auto", "grid", "optuna"]
+
+OBJECTIVES: tuple[str, ...] = ("cost", "power", "throughput")
+ENGINES: tuple[str, ...] = ("hybrid", "analytic", "des")
+METHODS: tuple[str, ...] = ("auto", "grid", "optuna")
+
+# Paper's named budgets (SPLITWISE.md §8): the power and the cost of 40 DGX-H100.
+NAMED_BUDGET_MACHINES = 40
+
+
+def named_budget(name: str) -> tuple[float | None, float | None]:
+    """(power_budget_kw, cost_budget_usd_per_h) of `iso-power` or `iso-cost`."""
+    h100 = get_machine_type("dgx-h100")
+    key = name.lower()
+    if key == "iso-power":
+        return NAMED_BUDGET_MACHINES * h100.rated_power_kw, None
+    if key == "iso-cost":
+        return None, NAMED_BUDGET_MACHINES * h100.cost_usd_per_h
+    raise InputError(f"unknown budget {name!r} (known: iso-power, iso-cost)")
+
+
+def _check_range(r: tuple[int, int], what: str) -> tuple[int, int]:
+    lo, hi = r
+    if not (isinstance(lo, int) and isinstance(hi, int)) or lo < 1 or hi < lo:
+        raise InputError(f"{what} range must be integers 1 ≤ lo ≤ hi, got {lo!r}:{hi!r}")
+    return lo, hi
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolSpace:
+    """Choices for one pool: GPU/machine types (one = fixed) and a power-cap interval (lo = hi: fixed)."""
+
+    gpus: tuple[str, ...]
+    power_cap: tuple[float, float] = (1.0, 1.0)
+
+    def __post_init__(self) -> None:
+        if not self.gpus:
+            raise InputError("a pool needs at least one GPU or machine type")
+        for g in self.gpus:
+            get_machine_type(g)  # raises CatalogError on unknown names
+        lo = validate_power_cap(self.power_cap[0], "power cap")
+        hi = validate_power_cap(self.power_cap[1], "power cap")
+        if hi < lo:
+            raise InputError(f"power-cap range must have lo ≤ hi, got {lo}:{hi}")
+        object.__setattr__(self, "power_cap", (lo, hi))
+
+    @property
+    def dims(self) -> int:
+        return int(len(self.gpus) > 1) + int(self.power_cap[0] < self.power_cap[1])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DesignSpace:
+    """One design family to optimize. Baselines: `prompt_range` is the machine count range."""
+
+    name: str
+    baseline: bool
+    prompt: PoolSpace
+    token: PoolSpace
+    prompt_range: tuple[int, int]
+    token_range: tuple[int, int] = (0, 0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "prompt_range", _check_range(self.prompt_range, f"{self.name} prompt"))
+        if not self.baseline:
+            object.__setattr__(self, "token_range", _check_range(self.token_range, f"{self.name} token"))
+        else:
+            object.__setattr__(self, "token_range", (0, 0))
+
+    @property
+    def count_dims(self) -> int:
+        if self.baseline:
+            return int(self.prompt_range[0] < self.prompt_range[1])
+        return (int(self.prompt_range[0] < self.prompt_range[1])
+                + int(self.token_range[0] < self.token_range[1]))
+
+    @property
+    def dims(self) -> int:
+        pool_dims = self.prompt.dims + (0 if self.baseline else self.token.dims)
+        return self.count_dims + pool_dims
+
+    @property
+    def is_fixed_pools(self) -> bool:
+        return self.prompt.dims == 0 and (self.baseline or self.token.dims == 0)
+
+    def design(self, prompt_gpu: str | None = None, token_gpu: str | None = None,
+               prompt_cap: float | None = None, token_cap: float | None = None) -> Design:
+        """The concrete Design for a choice of pool types and caps (defaults: the first/lower)."""
+        pg = prompt_gpu or self.prompt.gpus[0]
+        tg = token_gpu or self.token.gpus[0]
+        pc = self.prompt.power_cap[0] if prompt_cap is None else prompt_cap
+        tc = self.token.power_cap[0] if token_cap is None else token_cap
+        if self.is_fixed_pools and self.name in _PAPER:
+            return get_design(self.name)
+        if self.is_fixed_pools:
+            return custom_design(pg, tg, pc, tc, baseline=self.baseline, name=self.name)
+        d = custom_design(pg, tg, pc, tc, baseline=self.baseline)
+        return d
+
+
+_PAPER = ("baseline-a100", "baseline-h100", "splitwise-aa", "splitwise-hh", "splitwise-ha",
+          "splitwise-hhcap")
+
+DEFAULT_SPLIT_RANGE = (1, 39)
+DEFAULT_BASELINE_MAX = 80
+
+
+def paper_space(name: str, *, max_machines: int | None = None,
+                prompt_range: tuple[int, int] | None = None,
+                token_range: tuple[int, int] | None = None) -> DesignSpace:
+    """A DesignSpace for one of the six named designs with the default (or given) ranges."""
+    d = get_design(name)
+    cap = max_machines
+    prompt = PoolSpace(gpus=(d.prompt.type.name,), power_cap=(d.prompt.power_cap, d.prompt.power_cap))
+    token = PoolSpace(gpus=(d.token.type.name,), power_cap=(d.token.power_cap, d.token.power_cap))
+    if d.is_baseline:
+        hi = DEFAULT_BASELINE_MAX if cap is None else cap
+        pr = prompt_range or (1, hi)
+        return DesignSpace(name=d.name, baseline=True, prompt=prompt, token=token,
+                           prompt_range=_clip(pr, cap))
+    pr = prompt_range or DEFAULT_SPLIT_RANGE
+    tr = token_range or DEFAULT_SPLIT_RANGE
+    return DesignSpace(name=d.name, baseline=False, prompt=prompt, token=token,
+                       prompt_range=_clip(pr, cap), token_range=_clip(tr, cap))
+
+
+def _clip(r: tuple[int, int], cap: int | None) -> tuple[int, int]:
+    if cap is None:
+        return r
+    if cap < 1:
+        raise InputError(f"--max-machines must be ≥ 1, got {cap}")
+    return (min(r[0], cap), min(r[1], cap))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchProblem:
+    """Everything but the scenario: what to search, what to optimize, how to decide points.
+
+    `band` is the analytic-margin band for the hybrid engine: cheaper-than-optimal points decided
+    only by dominance whose analytic margin is above −band are re-checked with the DES, and for the
+    throughput objective every split whose analytic rate is within (1 + band) of the best verified
+    rate is bisected with the DES.
+    """
+
+    spaces: tuple[DesignSpace, ...]
+    objective: Objective = "cost"
+    rate_rps: float = 70.0
+    power_budget_kw: float | None = None
+    cost_budget_usd_per_h: float | None = None
+    engine: Engine = "hybrid"
+    method: Method = "auto"
+    trials: int = 200
+    seed: int = 0
+    band: float = 0.3
+    rate_tol: float = 0.02
+    confirm_top: int = 20
+
+    def __post_init__(self) -> None:
+        if not self.spaces:
+            raise InputError("nothing to search: give at least one design")
+        names = [s.name for s in self.spaces]
+        if len(set(names)) != len(names):
+            raise InputError(f"design names must be unique, got {', '.join(names)}")
+        if self.objective not in OBJECTIVES:
+            raise InputError(f"objective must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
+        if self.engine not in ENGINES:
+            raise InputError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if self.method not in METHODS:
+            raise InputError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        for attr in ("power_budget_kw", "cost_budget_usd_per_h"):
+            v = getattr(self, attr)
+            if v is not None and not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
+                raise InputError(f"{attr} must be a positive number, got {v!r}")
+        if not (math.isfinite(self.rate_rps) and self.rate_rps > 0):
+            raise InputError(f"rate must be a positive number, got {self.rate_rps!r}")
+        if not (isinstance(self.trials, int) and self.trials >= 1):
+            raise InputError(f"--trials must be an integer ≥ 1, got {self.trials!r}")
+        if not (self.band >= 0 and math.isfinite(self.band)):
+            raise InputError(f"band must be a number ≥ 0, got {self.band!r}")
+        if not (0 < self.rate_tol < 1):
+            raise InputError(f"rate tolerance must be in (0, 1), got {self.rate_tol!r}")
+
+    def within_budget(self, cost_usd_per_h: float, power_kw: float) -> bool:
+        eps = 1e-9
+        if self.power_budget_kw is not None and power_kw > self.power_budget_kw + eps:
+            return False
+        cost_cap = self.cost_budget_usd_per_h
+        return not (cost_cap is not None and cost_usd_per_h > cost_cap + eps)
+
+    def method_for(self, space: DesignSpace) -> Literal["grid", "optuna"]:
+        """Exhaustive grid for 1–2 dimensional spaces, Optuna beyond (unless forced)."""
+        if self.method != "auto":
+            return self.method
+        return "grid" if space.dims <= 2 else "optuna"

@@ -1,0 +1,194 @@
+"""Layer 5: what a search returns — the best configuration per design and every evaluated point.
+
+Points are plain column dicts (keys in `POINT_KEYS` + the nine SLO keys) so they cross process
+boundaries cheaply and turn into a parquet table in the report layer without translation.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from splitplan.design import Design
+from splitplan.slo import SLO_KEYS
+
+DecidedBy = str  # "des" | "analytic" | "dominance"
+
+POINT_KEYS: tuple[str, ...] = (
+    "design", "prompt_gpu", "token_gpu", "prompt_power_cap", "token_power_cap",
+    "prompt_machines", "token_machines", "machines", "rate_rps", "cost_usd_per_h", "power_kw",
+    "within_budget", "analytic_margin", "des_margin", "meets_slo", "decided_by", "binding_slo",
+)
+
+
+def point_record(*, space: str, design: Design, prompt: int, token: int, rate_rps: float,
+                 within_budget: bool, analytic_margin: float = math.nan, des_margin: float = math.nan,
+                 meets: bool, decided_by: DecidedBy, binding: str = "",
+                 slowdown: dict[str, float] | None = None) -> dict[str, object]:
+    baseline = design.is_baseline
+    cost = prompt * design.prompt.cost_usd_per_h + (0 if baseline else token * design.token.cost_usd_per_h)
+    power = prompt * design.prompt.power_kw + (0 if baseline else token * design.token.power_kw)
+    rec: dict[str, object] = {
+        "design": space,
+        "prompt_gpu": design.prompt.type.name,
+        "token_gpu": design.token.type.name,
+        "prompt_power_cap": float(design.prompt.power_cap),
+        "token_power_cap": float(design.token.power_cap),
+        "prompt_machines": None if baseline else int(prompt),
+        "token_machines": None if baseline else int(token),
+        "machines": int(prompt) + (0 if baseline else int(token)),
+        "rate_rps": float(rate_rps),
+        "cost_usd_per_h": float(cost),
+        "power_kw": float(power),
+        "within_budget": bool(within_budget),
+        "analytic_margin": float(analytic_margin),
+        "des_margin": float(des_margin),
+        "meets_slo": bool(meets),
+        "decided_by": decided_by,
+        "binding_slo": binding,
+    }
+    sd = slowdown or {}
+    for k in SLO_KEYS:
+        rec[k] = float(sd.get(k, math.nan))
+    return rec
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DesignResult:
+    """The best configuration of one design (nulls when none meets the SLOs)."""
+
+    design: str
+    baseline: bool
+    prompt_gpu: str
+    token_gpu: str
+    prompt_power_cap: float
+    token_power_cap: float
+    prompt_machines: int | None = None
+    token_machines: int | None = None
+    machines: int | None = None
+    cost_usd_per_h: float | None = None
+    power_kw: float | None = None
+    rate_rps: float | None = None
+    meets_slo: bool = False
+    verified_by: str | None = None
+    binding_slo: str | None = None
+    headroom: float | None = None
+    slowdown: dict[str, float | None] = field(default_factory=dict)
+    des_evaluations: int = 0
+    method: str = "grid"
+
+    def to_json(self) -> dict[str, object]:
+        def clean(x: float | None) -> float | None:
+            return None if x is None or not math.isfinite(x) else round(float(x), 9)
+
+        return {
+            "design": self.design,
+            "prompt_machines": None if self.baseline else self.prompt_machines,
+            "token_machines": None if self.baseline else self.token_machines,
+            "machines": self.machines,
+            "prompt_gpu": self.prompt_gpu,
+            "token_gpu": self.token_gpu,
+            "prompt_power_cap": self.prompt_power_cap,
+            "token_power_cap": self.token_power_cap,
+            "cost_usd_per_h": clean(self.cost_usd_per_h),
+            "power_kw": clean(self.power_kw),
+            "rate_rps": clean(self.rate_rps),
+            "meets_slo": self.meets_slo,
+            "verified_by": self.verified_by,
+            "slowdown": {k: clean(self.slowdown.get(k)) for k in SLO_KEYS} if self.meets_slo
+            else dict.fromkeys(SLO_KEYS),
+            "binding_slo": self.binding_slo,
+            "slo_headroom": clean(self.headroom),
+            "des_evaluations": self.des_evaluations,
+            "method": self.method,
+        }
+
+
+def result_from_record(rec: dict[str, object], *, baseline: bool, des_evaluations: int,
+                       method: str) -> DesignResult:
+    margin = float(rec["des_margin"]) if rec["decided_by"] == "des" else float(rec["analytic_margin"])
+    return DesignResult(
+        design=str(rec["design"]), baseline=baseline,
+        prompt_gpu=str(rec["prompt_gpu"]), token_gpu=str(rec["token_gpu"]),
+        prompt_power_cap=float(rec["prompt_power_cap"]),  # type: ignore[arg-type]
+        token_power_cap=float(rec["token_power_cap"]),  # type: ignore[arg-type]
+        prompt_machines=rec["prompt_machines"],  # type: ignore[arg-type]
+        token_machines=rec["token_machines"],  # type: ignore[arg-type]
+        machines=int(rec["machines"]),  # type: ignore[arg-type]
+        cost_usd_per_h=float(rec["cost_usd_per_h"]),  # type: ignore[arg-type]
+        power_kw=float(rec["power_kw"]),  # type: ignore[arg-type]
+        rate_rps=float(rec["rate_rps"]),  # type: ignore[arg-type]
+        meets_slo=bool(rec["meets_slo"]),
+        verified_by=str(rec["decided_by"]),
+        binding_slo=str(rec["binding_slo"]) or None,
+        headroom=margin,
+        slowdown={k: float(rec[k]) for k in SLO_KEYS},  # type: ignore[arg-type]
+        des_evaluations=des_evaluations, method=method,
+    )
+
+
+def empty_result(space_name: str, design: Design, *, des_evaluations: int, method: str) -> DesignResult:
+    return DesignResult(
+        design=space_name, baseline=design.is_baseline,
+        prompt_gpu=design.prompt.type.name, token_gpu=design.token.type.name,
+        prompt_power_cap=float(design.prompt.power_cap), token_power_cap=float(design.token.power_cap),
+        des_evaluations=des_evaluations, method=method,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchOutcome:
+    """Per-design bests, the overall winner, every evaluated point and what it cost to decide them."""
+
+    objective: str
+    results: tuple[DesignResult, ...]
+    points: list[dict[str, object]]
+    des_evaluations: int
+    wall_s: float
+    engine: str
+
+    @property
+    def evaluated_points(self) -> int:
+        return len(self.points)
+
+    @property
+    def best(self) -> DesignResult | None:
+        ok = [r for r in self.results if r.meets_slo]
+        if not ok:
+            return None
+        if self.objective == "throughput":
+            return max(ok, key=lambda r: (r.rate_rps or 0.0, -(r.cost_usd_per_h or 0.0)))
+        if self.objective == "power":
+            return min(ok, key=lambda r: (r.power_kw or 0.0, r.cost_usd_per_h or 0.0))
+        return min(ok, key=lambda r: (r.cost_usd_per_h or 0.0, r.power_kw or 0.0))
+
+    @property
+    def best_baseline(self) -> DesignResult | None:
+        base = SearchOutcome(objective=self.objective, engine=self.engine,
+                             results=tuple(r for r in self.results if r.baseline),
+                             points=[], des_evaluations=0, wall_s=0.0)
+        return base.best
+
+    def savings_vs_baseline(self) -> float | None:
+        """Fractional saving of the winner against the best baseline (gain for throughput)."""
+        best, base = self.best, self.best_baseline
+        if best is None or base is None:
+            return None
+        if self.objective == "throughput":
+            return (best.rate_rps or 0.0) / (base.rate_rps or math.inf) - 1.0
+        key = "power_kw" if self.objective == "power" else "cost_usd_per_h"
+        b, w = getattr(base, key), getattr(best, key)
+        return 1.0 - w / b if b else None
+
+    def to_json(self) -> dict[str, object]:
+        best = self.best
+        return {
+            "objective": self.objective,
+            "engine": self.engine,
+            "results": [r.to_json() for r in self.results],
+            "best": None if best is None else best.to_json(),
+            "savings_vs_best_baseline": self.savings_vs_baseline(),
+            "evaluated_points": self.evaluated_points,
+            "des_evaluations": self.des_evaluations,
+            "wall_s": round(self.wall_s, 6),
+        }

@@ -1,0 +1,130 @@
+"""Layer 5: the throughput objective — the highest request rate meeting all nine SLOs per split.
+
+Rates are factors of the scenario's rate (arrival times ÷ factor). Candidate splits under a budget
+are the maximal affordable ones (throughput cannot fall when a machine is added). The analytic
+screen brackets each split's rate (vectorized bisection over all splits at once); the DES then
+bisects from that bracket to a relative tolerance. The hybrid DES-bisects splits in decreasing
+analytic rate until no remaining split's analytic rate is within (1 + band) of the best DES rate.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from splitplan.design import Design
+from splitplan.search.evaluate import Decision, Evaluator
+from splitplan.search.grid import CachedEvaluator
+
+F_MIN, F_MAX = 1.0 / 64.0, 64.0  # rate factors outside this range are reported as the bound
+
+
+def maximal_splits(p_values: np.ndarray, t_values: np.ndarray,
+                   affordable: np.ndarray) -> list[tuple[int, int]]:
+    """Affordable points not dominated by another affordable point (affordable: (n_p, n_t) bool)."""
+    out: list[tuple[int, int]] = []
+    n_p = affordable.shape[0]
+    t_max = np.full(n_p, -1)
+    for i in range(n_p):
+        ok = np.nonzero(affordable[i])[0]
+        if len(ok):
+            t_max[i] = ok[-1]
+    for i in range(n_p):
+        if t_max[i] < 0:
+            continue
+        if i + 1 < n_p and t_max[i + 1] >= t_max[i]:
+            continue  # (p+1, same t) is affordable and dominates
+        out.append((int(p_values[i]), int(t_values[t_max[i]])))
+    return out
+
+
+def analytic_rates(evaluator: Evaluator, design: Design, splits: list[tuple[int, int]], tol: float
+                   ) -> np.ndarray:
+    """Highest passing rate factor per split by the analytic screen (0 if none ≥ F_MIN)."""
+    if not splits:
+        return np.zeros(0)
+    p = np.array([s[0] for s in splits], dtype=np.int64)
+    t = np.array([s[1] for s in splits], dtype=np.int64)
+    levels = np.geomspace(F_MIN, F_MAX, 49)
+    k = len(levels)
+    scr = evaluator.screen(design, np.repeat(p, k), np.repeat(t, k), np.tile(levels, len(splits)))
+    ok = (scr.margin >= 0).reshape(len(splits), k)
+    # first failing level; the bracket is the level before it
+    first_bad = np.where(~ok.all(axis=1), np.argmin(ok, axis=1), k)
+    lo = np.where(first_bad > 0, levels[np.maximum(first_bad - 1, 0)], 0.0)
+    hi = np.where(first_bad < k, levels[np.minimum(first_bad, k - 1)], F_MAX)
+    active = (lo > 0) & (first_bad < k)
+    while active.any() and np.max(hi[active] / lo[active]) > 1 + tol / 4:
+        mid = np.sqrt(np.where(active, lo, 1.0) * np.where(active, hi, 1.0))
+        idx = np.nonzero(active)[0]
+        m = evaluator.screen(design, p[idx], t[idx], mid[idx]).margin >= 0
+        lo[idx] = np.where(m, mid[idx], lo[idx])
+        hi[idx] = np.where(m, hi[idx], mid[idx])
+        active = active & (hi / np.where(lo > 0, lo, 1.0) > 1 + tol / 4)
+    return lo
+
+
+def _round(f: float) -> float:
+    return float(f"{f:.6g}")
+
+
+def bisect_rate(evaluator: CachedEvaluator, design: Design, p: int, t: int, guess: float, tol: float
+                ) -> tuple[float, Decision | None, dict[float, Decision], int]:
+    """Highest DES-passing rate factor for one split, to relative `tol`, starting at `guess`.
+
+    Returns (factor, verdict at that factor, every probe, new DES evaluations). Factor 0 means
+    nothing passes at F_MIN. Top-level and picklable (one joblib task per chunk of splits).
+    """
+    probes: dict[float, Decision] = {}
+
+    def ok(f: float) -> bool:
+        f = _round(f)
+        d = evaluator.decide(design, p, t, f)
+        probes[f] = d
+        return d.meets
+
+    lo: float | None = None
+    hi: float | None = None
+    f = _round(min(max(guess, F_MIN), F_MAX)) if guess > 0 else F_MIN
+    step = 1.0 + max(tol, 0.02) * 2
+    if ok(f):
+        lo = f
+        while hi is None and lo < F_MAX:
+            g = _round(min(lo * step, F_MAX))
+            if ok(g):
+                lo = g
+                step = step * step
+            else:
+                hi = g
+    else:
+        hi = f
+        while lo is None and hi > F_MIN:
+            g = _round(max(hi / step, F_MIN))
+            if ok(g):
+                lo = g
+            else:
+                hi = g
+                step = step * step
+    if lo is None:
+        return 0.0, None, probes, evaluator.new
+    while hi is not None and hi / lo > 1 + tol:
+        m = _round(math.sqrt(lo * hi))
+        if m in (lo, hi):
+            break
+        if ok(m):
+            lo = m
+        else:
+            hi = m
+    return lo, probes[_round(lo)], probes, evaluator.new
+
+
+def bisect_many(evaluator: CachedEvaluator, design: Design, splits: list[tuple[int, int]],
+                guesses: list[float], tol: float
+                ) -> tuple[list[tuple[float, Decision | None, dict[float, Decision]]], dict[str, Decision]]:
+    """A chunk of splits for one worker: per split (factor, verdict, probes), and the new verdicts."""
+    out = []
+    for (p, t), g in zip(splits, guesses, strict=True):
+        f, d, probes, _ = bisect_rate(evaluator, design, p, t, g, tol)
+        out.append((f, d, probes))
+    return out, evaluator.fresh

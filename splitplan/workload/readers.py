@@ -1,0 +1,364 @@
+"""Trace files in and out: the Azure 2023 format and the reference simulator's format.
+
+Parsing is columnar (pyarrow.csv reads every column as text, pyarrow.compute validates whole columns
+at once); only when a column fails validation do we locate the offending rows, so a clean
+million-row file costs one vectorized pass. Every bad row is named as ``file:line: problem``.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from splitplan._io import write_with
+from splitplan.errors import InputError
+from splitplan.workload.base import Workload
+
+AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+REFERENCE_COLUMNS = (
+    "request_id", "request_type", "application_id", "arrival_timestamp", "batch_size",
+    "prompt_size", "token_size",
+)
+# Reference-format columns that must be integers, with their smallest allowed value.
+_REFERENCE_INTS = {
+    "request_id": 0, "request_type": 0, "application_id": 0, "batch_size": 1,
+    "prompt_size": 1, "token_size": 1,
+}
+_INT_RE = r"^\s*\+?[0-9]{1,18}\s*$"
+_NEG_INT_RE = r"^\s*-[0-9]{1,18}\s*$"
+_FLOAT_RE = r"^\s*\+?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,3})?\s*$"
+_DATETIME_RE = r"^\s*[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?\s*$"
+MAX_LISTED_BAD_ROWS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class BadRow:
+    """One rejected row: where it is and what is wrong with it."""
+
+    path: str
+    line: int
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.problem}"
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRead:
+    """A parsed trace plus the rows that were skipped (only non-empty with skip_bad_rows)."""
+
+    workload: Workload
+    format: str  # "azure" | "reference"
+    bad_rows: tuple[BadRow, ...]
+
+
+def detect_format(header: list[str]) -> str:
+    """'azure' or 'reference' from the header's column names (order-free; extra columns allowed)."""
+    names = set(header)
+    if "TIMESTAMP" in names or "ContextTokens" in names or "GeneratedTokens" in names:
+        return "azure"
+    if names & set(REFERENCE_COLUMNS):
+        return "reference"
+    return "unknown"
+
+
+def _read_header(raw: bytes, path: str) -> list[str]:
+    first = raw.split(b"\n", 1)[0].split(b"\r", 1)[0]
+    try:
+        text = first.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}:1: header is not UTF-8 text") from None
+    names = [c.strip().strip('"').strip() for c in text.split(",")]
+    if len(names) != len(set(names)):
+        raise InputError(f"{path}:1: duplicate column names in header")
+    return names
+
+
+def read_trace(path: str | Path, *, skip_bad_rows: bool = False) -> Workload:
+    """A trace file (Azure 2023 or reference simulator format, auto-detected) as a Workload.
+
+    Azure TIMESTAMP values become seconds after the first row. Workload.name is the file stem. With
+    `skip_bad_rows`, malformed rows are dropped and counted in ``meta["skipped_rows"]``; otherwise the
+    first one raises InputError naming its file and line.
+    """
+    return scan_trace(path, skip_bad_rows=skip_bad_rows).workload
+
+
+def scan_trace(path: str | Path, *, skip_bad_rows: bool = False) -> TraceRead:
+    """Like read_trace, also returning every skipped row (for the CLI to list them)."""
+    p = Path(path)
+    shown = str(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{shown}: trace file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{shown}: is a folder, not a trace file") from None
+    except OSError as exc:
+        raise InputError(f"{shown}: cannot read trace file ({exc.strerror or exc})") from None
+    if not raw.strip():
+        raise InputError(f"{shown}: empty file (expected a CSV header and rows)")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"{shown}:{line}: not UTF-8 text (byte {exc.start + 1} of the file)") from None
+    header = _read_header(raw, shown)
+    fmt = detect_format(header)
+    if fmt == "unknown":
+        raise InputError(
+            f"{shown}:1: unrecognised header; expected Azure columns {','.join(AZURE_COLUMNS)} "
+            f"or reference columns {','.join(REFERENCE_COLUMNS)}"
+        )
+    wanted = AZURE_COLUMNS if fmt == "azure" else REFERENCE_COLUMNS
+    missing = [c for c in wanted if c not in header]
+    if missing:
+        raise InputError(f"{shown}:1: missing column {missing[0]} ({fmt} trace format)")
+    cols, lines, bad = _parse_columns(raw, header, wanted, shown)
+    n = len(lines)
+    ok = np.ones(n, dtype=bool)
+    if fmt == "azure":
+        t = _datetime_seconds(cols["TIMESTAMP"], lines, ok, bad, shown, "TIMESTAMP")
+        prompt = _ints(cols["ContextTokens"], lines, ok, bad, shown, "ContextTokens", 1)
+        output = _ints(cols["GeneratedTokens"], lines, ok, bad, shown, "GeneratedTokens", 1)
+        time_col = "TIMESTAMP"
+    else:
+        for name, low in _REFERENCE_INTS.items():
+            if name not in ("prompt_size", "token_size"):
+                _ints(cols[name], lines, ok, bad, shown, name, low)
+        t = _floats(cols["arrival_timestamp"], lines, ok, bad, shown, "arrival_timestamp")
+        prompt = _ints(cols["prompt_size"], lines, ok, bad, shown, "prompt_size", 1)
+        output = _ints(cols["token_size"], lines, ok, bad, shown, "token_size", 1)
+        time_col = "arrival_timestamp"
+    _monotonic(t, lines, ok, bad, shown, time_col)
+    bad_rows = tuple(sorted(bad.values(), key=lambda b: b.line))
+    if bad_rows and not skip_bad_rows:
+        first = bad_rows[0]
+        more = ""
+        if len(bad_rows) > 1:
+            others = ", ".join(str(b.line) for b in bad_rows[1 : 1 + MAX_LISTED_BAD_ROWS])
+            tail = ", …" if len(bad_rows) > 1 + MAX_LISTED_BAD_ROWS else ""
+            more = f"; {len(bad_rows) - 1} more bad rows (lines {others}{tail})"
+        raise InputError(f"{first}{more}; use --skip-bad-rows to drop them")
+    if not ok.any():
+        raise InputError(f"{shown}: no valid requests in trace")
+    t, prompt, output = t[ok], prompt[ok], output[ok]
+    if fmt == "azure":
+        t = t - t[0]
+    meta = {"source": shown, "format": fmt}
+    if skip_bad_rows:
+        meta["skipped_rows"] = str(len(bad_rows))
+    wl = Workload(arrival_s=t, prompt_tokens=prompt, output_tokens=output, name=p.stem or "trace", meta=meta)
+    return TraceRead(workload=wl, format=fmt, bad_rows=bad_rows)
+
+
+def _parse_columns(
+    raw: bytes, header: list[str], wanted: tuple[str, ...], shown: str
+) -> tuple[dict[str, object], npt.NDArray[np.int64], dict[int, BadRow]]:
+    """Every wanted column as a pyarrow string array, the file line of each row, rows already bad."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    invalid: list[tuple[int | None, int, int]] = []
+
+    def handler(row: object) -> str:
+        invalid.append((row.number, row.expected_columns, row.actual_columns))  # type: ignore[attr-defined]
+        return "skip"
+
+    def read(threads: bool) -> pa.Table:
+        invalid.clear()
+        return pcsv.read_csv(
+            io.BytesIO(raw),
+            read_options=pcsv.ReadOptions(skip_rows=1, column_names=header, use_threads=threads,
+                                          block_size=1 << 22),
+            parse_options=pcsv.ParseOptions(invalid_row_handler=handler, ignore_empty_lines=False),
+            convert_options=pcsv.ConvertOptions(
+                column_types={c: pa.string() for c in header}, include_columns=list(wanted),
+                strings_can_be_null=False, quoted_strings_can_be_null=False,
+            ),
+        )
+
+    try:
+        table = read(True)
+        if any(num is None for num, _, _ in invalid):
+            table = read(False)  # row numbers are only known when parsing on one thread
+    except (pa.ArrowException, ValueError, OverflowError) as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{shown}: not a readable CSV file ({msg})") from None
+    bad: dict[int, BadRow] = {}
+    for num, expected, actual in invalid:
+        line = int(num) if num is not None else 0
+        bad[line] = BadRow(shown, line, f"expected {expected} columns, found {actual}")
+    total = table.num_rows + len(invalid)
+    all_lines = np.arange(2, total + 2, dtype=np.int64)
+    if invalid:
+        all_lines = all_lines[~np.isin(all_lines, np.fromiter(bad.keys(), dtype=np.int64))]
+    cols = {c: table.column(c).combine_chunks() if table.num_rows else pa.array([], pa.string())
+            for c in wanted}
+    # Rows whose fields are all empty are blank lines: not data, not errors.
+    import pyarrow.compute as pc
+
+    blank = np.ones(table.num_rows, dtype=bool)
+    for c in wanted:
+        blank &= np.asarray(pc.equal(pc.utf8_trim_whitespace(cols[c]), "").to_numpy(zero_copy_only=False))
+    if blank.any():
+        keep = ~blank
+        cols = {c: a.filter(pa.array(keep)) for c, a in cols.items()}
+        all_lines = all_lines[keep]
+    return cols, all_lines, bad
+
+
+def _note(bad: dict[int, BadRow], ok: npt.NDArray[np.bool_], lines: npt.NDArray[np.int64],
+          mask: npt.NDArray[np.bool_], shown: str, problem_of: object) -> None:
+    """Record rows in `mask` as bad (keeping the first problem found per line)."""
+    idx = np.flatnonzero(mask)
+    ok[idx] = False
+    for i in idx:
+        line = int(lines[i])
+        if line not in bad:
+            bad[line] = BadRow(shown, line, problem_of(int(i)))  # type: ignore[operator]
+
+
+def _show(value: str) -> str:
+    v = value if len(value) <= 40 else value[:37] + "..."
+    return repr(v)
+
+
+def _match(arr: object, regex: str) -> npt.NDArray[np.bool_]:
+    import pyarrow.compute as pc
+
+    return np.asarray(pc.match_substring_regex(arr, regex).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _ints(arr: object, lines: npt.NDArray[np.int64], ok: npt.NDArray[np.bool_], bad: dict[int, BadRow],
+          shown: str, name: str, low: int) -> npt.NDArray[np.int64]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    good = _match(arr, _INT_RE)
+    out = np.zeros(len(good), dtype=np.int64)
+    if good.all():
+        out[:] = pc.cast(pc.utf8_trim_whitespace(arr), pa.int64()).to_numpy()
+    elif good.any():
+        sub = pc.utf8_trim_whitespace(arr.filter(pa.array(good)))  # type: ignore[attr-defined]
+        out[good] = pc.cast(sub, pa.int64()).to_numpy()
+    if not good.all():
+        values = arr.to_pylist()  # type: ignore[attr-defined]
+        negative = _match(arr, _NEG_INT_RE)
+
+        def problem(i: int) -> str:
+            v = values[i]
+            if not v.strip():
+                return f"{name} is empty"
+            if negative[i]:
+                return f"{name} must be ≥ {low}, got {v.strip()}"
+            return f"{name} is not an integer: {_show(v)}"
+
+        _note(bad, ok, lines, ~good, shown, problem)
+    small = good & (out < low)
+    if small.any():
+        _note(bad, ok, lines, small, shown, lambda i: f"{name} must be ≥ {low}, got {out[i]}")
+    out[~good | small] = max(low, 1)
+    return out
+
+
+def _floats(arr: object, lines: npt.NDArray[np.int64], ok: npt.NDArray[np.bool_], bad: dict[int, BadRow],
+            shown: str, name: str) -> npt.NDArray[np.float64]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    good = _match(arr, _FLOAT_RE)
+    out = np.zeros(len(good), dtype=np.float64)
+    if good.any():
+        sub = arr if good.all() else arr.filter(pa.array(good))  # type: ignore[attr-defined]
+        out[good] = pc.cast(pc.utf8_trim_whitespace(sub), pa.float64()).to_numpy()
+    finite = np.isfinite(out)
+    if not good.all():
+        values = arr.to_pylist()  # type: ignore[attr-defined]
+        _note(bad, ok, lines, ~good, shown,
+              lambda i: f"{name} is empty" if not values[i].strip()
+              else f"{name} is not a non-negative number: {_show(values[i])}")
+    if not finite.all():
+        _note(bad, ok, lines, good & ~finite, shown, lambda i: f"{name} is not finite")
+    out[~(good & finite)] = np.nan
+    return out
+
+
+def _datetime_seconds(arr: object, lines: npt.NDArray[np.int64], ok: npt.NDArray[np.bool_],
+                      bad: dict[int, BadRow], shown: str, name: str) -> npt.NDArray[np.float64]:
+    """Datetime strings → seconds since the epoch (float64; relative times keep µs precision)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    good = _match(arr, _DATETIME_RE)
+    ns = np.zeros(len(good), dtype=np.int64)
+    idx = np.flatnonzero(good)
+    if len(idx):
+        sub = pc.utf8_trim_whitespace(arr if good.all() else arr.filter(pa.array(good)))  # type: ignore[attr-defined]
+        try:
+            ns[idx] = pc.cast(sub, pa.timestamp("ns")).cast(pa.int64()).to_numpy()
+        except (pa.ArrowException, ValueError):
+            # Well-formed but impossible dates (month 13, …): find them one by one (error path only).
+            for j, s in zip(idx, sub.to_pylist(), strict=True):
+                try:
+                    ns[j] = int(pc.cast(pa.array([s]), pa.timestamp("ns")).cast(pa.int64())[0].as_py())
+                except (pa.ArrowException, ValueError):
+                    good[j] = False
+    if not good.all():
+        values = arr.to_pylist()  # type: ignore[attr-defined]
+        _note(bad, ok, lines, ~good, shown,
+              lambda i: f"{name} is empty" if not values[i].strip()
+              else f"{name} is not a date-time (YYYY-MM-DD HH:MM:SS[.fff]): {_show(values[i])}")
+    base = ns[idx[0]] if len(idx) else 0
+    out = (ns - base).astype(np.float64) / 1e9
+    out[~good] = np.nan
+    return out
+
+
+def _monotonic(t: npt.NDArray[np.float64], lines: npt.NDArray[np.int64], ok: npt.NDArray[np.bool_],
+               bad: dict[int, BadRow], shown: str, name: str) -> None:
+    """Rows that arrive before an earlier valid row are bad (the earlier row is kept)."""
+    idx = np.flatnonzero(ok)
+    if len(idx) < 2:
+        return
+    tv = t[idx]
+    running = np.maximum.accumulate(tv)
+    back = np.zeros(len(idx), dtype=bool)
+    back[1:] = tv[1:] < running[:-1]
+    if not back.any():
+        return
+    # A later row is compared with the running maximum of the rows before it.
+    mask = np.zeros(len(t), dtype=bool)
+    mask[idx[back]] = True
+    prev = np.zeros(len(t))
+    prev[idx[1:]] = running[:-1]
+    _note(bad, ok, lines, mask, shown,
+          lambda i: f"{name} goes backwards (earlier than a previous row by {prev[i] - t[i]:.6g} s)")
+
+
+def write_trace(workload: Workload, path: str | Path) -> None:
+    """The workload in the reference simulator's CSV format, written atomically."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    n = workload.n
+    table = pa.table({
+        "request_id": np.arange(n, dtype=np.int64),
+        "request_type": np.full(n, 2, dtype=np.int64),
+        "application_id": np.zeros(n, dtype=np.int64),
+        "arrival_timestamp": workload.arrival_s,
+        "batch_size": np.ones(n, dtype=np.int64),
+        "prompt_size": workload.prompt_tokens,
+        "token_size": workload.output_tokens,
+    })
+
+    def writer(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:
+            fh.write((",".join(REFERENCE_COLUMNS) + "\n").encode())
+            pcsv.write_csv(table, fh, write_options=pcsv.WriteOptions(include_header=False))
+
+    write_with(path, writer)

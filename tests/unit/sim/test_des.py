@@ -1,0 +1,92 @@
+"""The DES proves itself: closed forms, conservation, determinism, monotonicity, stability guard."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from splitplan.catalog import get_model
+from splitplan.design import ClusterConfig, get_design
+from splitplan.sim.config import SimConfig
+from splitplan.sim.des import simulate_des
+from splitplan.sim.scenario import Scenario
+from splitplan.workload import Workload, make_workload
+
+
+def scenario(wl: Workload, **sim) -> Scenario:
+    return Scenario(workload=wl, model=get_model("llama2-70b"), sim=SimConfig(**sim))
+
+
+def test_md1_waiting_time_matches_pollaczek_khinchine():
+    # One baseline machine, prompts only (one output token), batching disabled by a 1-prompt batch:
+    # constant service → M/D/1. Mean wait W = ρ·S / (2(1 − ρ)).
+    rng = np.random.default_rng(3)
+    n = 20000
+    p = np.full(n, 1000)
+    sc0 = scenario(Workload(arrival_s=np.array([0.0]), prompt_tokens=p[:1], output_tokens=np.ones(1, int)))
+    s = float(sc0.perf_model(get_design("baseline-a100").prompt).prompt_time_s(1000))
+    lam = 0.6 / s
+    arr = np.cumsum(rng.exponential(1 / lam, n))
+    wl = Workload(arrival_s=arr, prompt_tokens=p, output_tokens=np.ones(n, int))
+    res = simulate_des(ClusterConfig.baseline(get_design("baseline-a100"), 1),
+                       scenario(wl, max_batch_size=1))
+    wait = res.per_request.queue_s[2000:]
+    rho = lam * s
+    expected = rho * s / (2 * (1 - rho))
+    assert wait.mean() == pytest.approx(expected, rel=0.08)
+    assert res.per_request.ttft_s.min() == pytest.approx(s, rel=1e-9)
+
+
+@pytest.fixture(scope="module")
+def coding() -> Workload:
+    return make_workload("coding", rate_rps=40, duration_s=30, seed=7)
+
+
+def test_conservation_every_request_completes_once(coding):
+    res = simulate_des(ClusterConfig(design=get_design("splitwise-hh"), prompt_machines=6, token_machines=3),
+                       scenario(coding))
+    pr = res.per_request
+    assert res.completed == coding.n and res.stable
+    assert np.all(pr.ttft_s > 0) and np.all(pr.e2e_s >= pr.ttft_s)
+    assert np.all(pr.queue_s >= 0)
+    assert np.all((pr.prompt_machine >= 0) & (pr.prompt_machine < 9))
+
+
+def test_same_seed_same_results_and_interleaving_does_not_matter(coding):
+    cfg = ClusterConfig(design=get_design("splitwise-ha"), prompt_machines=5, token_machines=4)
+    other = ClusterConfig.baseline(get_design("baseline-a100"), 8)
+    a = simulate_des(cfg, scenario(coding))
+    simulate_des(other, scenario(coding))
+    b = simulate_des(cfg, scenario(coding))
+    np.testing.assert_array_equal(a.per_request.e2e_s, b.per_request.e2e_s)
+    assert a.slowdown == b.slowdown
+
+
+def test_more_token_machines_never_hurt_token_latency(coding):
+    tbt = []
+    for t in (2, 3, 4, 6, 8):
+        cfg = ClusterConfig(design=get_design("splitwise-hh"), prompt_machines=8, token_machines=t)
+        tbt.append(simulate_des(cfg, scenario(coding)).slowdown["tbt_p90"])
+    assert all(b <= a * 1.02 for a, b in zip(tbt, tbt[1:], strict=False)), tbt
+
+
+def test_overloaded_cluster_stops_with_unstable_verdict():
+    wl = make_workload("coding", rate_rps=200, duration_s=600, seed=1)
+    res = simulate_des(ClusterConfig.baseline(get_design("baseline-a100"), 2), scenario(wl, max_backlog_s=30))
+    assert not res.stable and not res.meets_slo
+    assert res.completed < wl.n
+    assert res.sim_wall_s < 5
+
+
+@settings(max_examples=15, deadline=None)
+@given(n_p=st.integers(1, 6), n_t=st.integers(1, 6), seed=st.integers(0, 10_000))
+def test_split_design_conserves_requests(n_p, n_t, seed):
+    wl = make_workload("conversation", rate_rps=5, duration_s=10, seed=seed)
+    res = simulate_des(ClusterConfig(design=get_design("splitwise-aa"), prompt_machines=n_p, token_machines=n_t),
+                       scenario(wl))
+    if res.stable:
+        assert res.completed == wl.n
+        pr = res.per_request
+        assert np.all(np.isfinite(pr.tbt_s)) and np.all(pr.tbt_s >= 0)

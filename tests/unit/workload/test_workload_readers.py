@@ -1,0 +1,152 @@
+"""Trace readers: both formats, every kind of bad row named by file:line, skip mode, round trip."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from splitplan.errors import InputError
+from splitplan.workload import Workload, read_trace, scan_trace, write_trace
+from splitplan.workload.readers import REFERENCE_COLUMNS
+
+REF_HEADER = ",".join(REFERENCE_COLUMNS)
+AZ_HEADER = "TIMESTAMP,ContextTokens,GeneratedTokens"
+
+
+def _write(tmp_path: Path, text: str, name: str = "t.csv") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_reference_format(tmp_path: Path) -> None:
+    p = _write(tmp_path, f"{REF_HEADER}\n0,2,0,0.5,1,10,3\n1,2,0,0.75,1,20,4\n", "my_trace.csv")
+    wl = read_trace(p)
+    assert wl.name == "my_trace"
+    np.testing.assert_array_equal(wl.arrival_s, [0.5, 0.75])
+    np.testing.assert_array_equal(wl.prompt_tokens, [10, 20])
+    np.testing.assert_array_equal(wl.output_tokens, [3, 4])
+    assert wl.meta["format"] == "reference"
+
+
+def test_azure_format_relative_seconds(tmp_path: Path) -> None:
+    p = _write(tmp_path, f"{AZ_HEADER}\n2023-11-16 18:17:03.9799600,4808,10\n"
+                         "2023-11-16 18:17:04.0319600,3180,8\n2023-11-16 18:18:04,5,1\n")
+    wl = read_trace(p)
+    np.testing.assert_allclose(wl.arrival_s, [0.0, 0.052, 60.02004], atol=1e-9)
+    np.testing.assert_array_equal(wl.prompt_tokens, [4808, 3180, 5])
+    assert wl.meta["format"] == "azure"
+
+
+def test_column_order_free_and_blank_lines(tmp_path: Path) -> None:
+    p = _write(tmp_path, "GeneratedTokens,TIMESTAMP,ContextTokens\r\n7,2023-01-01 00:00:00,9\r\n\r\n"
+                         "8,2023-01-01 00:00:01.5,10\r\n")
+    wl = read_trace(p)
+    np.testing.assert_array_equal(wl.output_tokens, [7, 8])
+    np.testing.assert_array_equal(wl.arrival_s, [0.0, 1.5])
+
+
+@pytest.mark.parametrize(("row", "line", "fragment"), [
+    ("2,2,0,x,1,5,6", 4, "arrival_timestamp is not a non-negative number"),
+    ("2,2,0,1.0,1,-5,6", 4, "prompt_size must be ≥ 1, got -5"),
+    ("2,2,0,1.0,1,5,0", 4, "token_size must be ≥ 1, got 0"),
+    ("2,2,0,1.0,1,5,6.5", 4, "token_size is not an integer"),
+    ("2,2,0,1.0,1,,6", 4, "prompt_size is empty"),
+    ("2,2,0", 4, "expected 7 columns, found 3"),
+    ("2,2,0,0.1,1,5,6", 4, "arrival_timestamp goes backwards"),
+    ("2,2,0,inf,1,5,6", 4, "arrival_timestamp"),
+])
+def test_reference_bad_rows_named_by_line(tmp_path: Path, row: str, line: int, fragment: str) -> None:
+    p = _write(tmp_path, f"{REF_HEADER}\n0,2,0,0.5,1,10,3\n1,2,0,0.75,1,20,4\n{row}\n3,2,0,2.0,1,5,5\n")
+    with pytest.raises(InputError) as exc:
+        read_trace(p)
+    msg = str(exc.value)
+    assert msg.startswith(f"{p}:{line}: ")
+    assert fragment in msg
+    assert "\n" not in msg
+    read = scan_trace(p, skip_bad_rows=True)
+    assert read.workload.n == 3
+    assert read.workload.meta["skipped_rows"] == "1"
+    assert [b.line for b in read.bad_rows] == [line]
+
+
+@pytest.mark.parametrize(("row", "fragment"), [
+    ("2023-13-01 00:00:00,5,6", "TIMESTAMP is not a date-time"),
+    ("yesterday,5,6", "TIMESTAMP is not a date-time"),
+    ("2023-01-01 00:00:00,5,6", "TIMESTAMP goes backwards"),
+    ("2023-01-02 00:00:00,0,6", "ContextTokens must be ≥ 1"),
+    ("2023-01-02 00:00:00,5,-1", "GeneratedTokens must be ≥ 1"),
+    ("2023-01-02 00:00:00,5,abc", "GeneratedTokens is not an integer"),
+])
+def test_azure_bad_rows(tmp_path: Path, row: str, fragment: str) -> None:
+    p = _write(tmp_path, f"{AZ_HEADER}\n2023-01-01 12:00:00,1,1\n{row}\n2023-01-03 00:00:00,2,2\n")
+    with pytest.raises(InputError, match=fragment) as exc:
+        read_trace(p)
+    assert str(exc.value).startswith(f"{p}:3: ")
+    assert read_trace(p, skip_bad_rows=True).n == 2
+
+
+def test_many_bad_rows_summarised_in_one_line(tmp_path: Path) -> None:
+    rows = "\n".join(f"{i},2,0,{i},1,{'x' if i % 2 else 5},6" for i in range(20))
+    p = _write(tmp_path, f"{REF_HEADER}\n{rows}\n")
+    with pytest.raises(InputError) as exc:
+        read_trace(p)
+    msg = str(exc.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"{p}:3: ") and "9 more bad rows" in msg
+    read = scan_trace(p, skip_bad_rows=True)
+    assert [b.line for b in read.bad_rows] == list(range(3, 22, 2))
+    assert read.workload.meta["skipped_rows"] == "10"
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("", "empty file"),
+    ("a,b,c\n1,2,3\n", "unrecognised header"),
+    ("TIMESTAMP,ContextTokens\n2023-01-01 00:00:00,5\n", "missing column GeneratedTokens"),
+    (f"{REF_HEADER}\n", "no valid requests"),
+    ("prompt_size,prompt_size\n1,2\n", "duplicate column"),
+])
+def test_file_level_errors(tmp_path: Path, text: str, fragment: str) -> None:
+    with pytest.raises(InputError, match=fragment):
+        read_trace(_write(tmp_path, text))
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="not found"):
+        read_trace(tmp_path / "nope.csv")
+    with pytest.raises(InputError, match="folder"):
+        read_trace(tmp_path)
+
+
+def test_write_read_round_trip(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    t = np.cumsum(rng.exponential(0.01, 1000))
+    wl = Workload(arrival_s=t, prompt_tokens=rng.integers(1, 9000, 1000),
+                  output_tokens=rng.integers(1, 2000, 1000), name="x")
+    out = tmp_path / "rt.csv"
+    write_trace(wl, out)
+    assert out.read_text().splitlines()[0] == ",".join(REFERENCE_COLUMNS)
+    back = read_trace(out)
+    np.testing.assert_array_equal(back.arrival_s, wl.arrival_s)  # floats round-trip exactly
+    np.testing.assert_array_equal(back.prompt_tokens, wl.prompt_tokens)
+    np.testing.assert_array_equal(back.output_tokens, wl.output_tokens)
+    assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_write_to_missing_folder_is_input_error(tmp_path: Path) -> None:
+    wl = Workload(arrival_s=[0.0], prompt_tokens=[1], output_tokens=[1])
+    with pytest.raises(InputError):
+        write_trace(wl, tmp_path / "no" / "x.csv")
+
+
+def test_shared_azure_traces(azure_dir: Path) -> None:
+    code = read_trace(azure_dir / "AzureLLMInferenceTrace_code.csv")
+    conv = read_trace(azure_dir / "AzureLLMInferenceTrace_conv.csv")
+    assert (code.n, conv.n) == (8819, 19366)
+    assert code.arrival_s[0] == 0.0
+    # SPLITWISE.md §7 table
+    assert np.percentile(code.prompt_tokens, 50) == 1469
+    assert int(np.max(conv.prompt_tokens)) == 14050
+    assert int(np.max(conv.output_tokens)) == 1000

@@ -4,7 +4,9 @@ No printing and no typer here; the CLI renders what these return.
 """
 
 from splitplan.api._catalog import CatalogListing, catalog
+from splitplan.api._heatmap import HeatmapResult, heatmap
 from splitplan.api._perf import CheckResult, PerfFitResult, perf_check, perf_fit
+from splitplan.api._search import SearchRequest, search
 from splitplan.api._simulate import WorkloadRequest, build_scenario, simulate
 from splitplan.api._trace import (
     ColumnStats,
@@ -15,19 +17,28 @@ from splitplan.api._trace import (
     trace_stats,
     workload_stats,
 )
+from splitplan.design import ClusterConfig, Design, custom_design, get_design
 
 __all__ = [
     "CatalogListing",
     "CheckResult",
+    "ClusterConfig",
     "ColumnStats",
+    "Design",
+    "HeatmapResult",
     "PerfFitResult",
+    "SearchRequest",
     "TraceStats",
     "TraceWritten",
     "WorkloadRequest",
     "build_scenario",
     "catalog",
+    "custom_design",
+    "get_design",
+    "heatmap",
     "perf_check",
     "perf_fit",
+    "search",
     "simulate",
     "trace_convert",
     "trace_generate",

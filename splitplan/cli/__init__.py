@@ -52,6 +52,12 @@ def _register() -> None:
     from splitplan.cli import simulate
 
     simulate.register(app)
+    from splitplan.cli import search
+
+    search.register(app)
+    from splitplan.cli import heatmap
+
+    heatmap.register(app)
 
 
 _register()

@@ -57,10 +57,10 @@ def simulate_command(
     if json_out:
         print_json(result.to_json())
         return
-    _render(result)
+    _render(result, scenario.slo)
 
 
-def _render(result) -> None:
+def _render(result, slo) -> None:
     from rich.table import Table
 
     from splitplan.cli._common import console
@@ -68,20 +68,17 @@ def _render(result) -> None:
 
     cfg = result.config
     con = console()
-    spec = None
     t = Table(title=f"{cfg.label} — {result.engine}, {result.completed}/{result.requests} requests")
     for col in ("SLO", "slowdown", "limit", "latency s", "status"):
         t.add_column(col, justify="right" if col != "SLO" else "left")
-    from splitplan.slo import DEFAULT_SLOWDOWN_LIMITS
-
-    spec = getattr(result, "slo_limits", None) or DEFAULT_SLOWDOWN_LIMITS
     for k in SLO_KEYS:
-        v = result.slowdown[k]
-        ok = v <= spec[k]
+        v, lat = result.slowdown[k], result.latency_s[k]
+        ok = v <= slo.slowdown[k] and (k not in slo.latency_s or lat <= slo.latency_s[k])
         mark = "[green]pass[/green]" if ok else "[red]FAIL[/red]"
-        if k == result.verdict.binding:
+        if result.verdict.binding in (k, f"{k}_latency"):
             mark += " (binding)"
-        t.add_row(k, f"{v:.3f}", f"{spec[k]:g}", f"{result.latency_s[k]:.4f}", mark)
+        limit = f"{slo.slowdown[k]:g}" + (f" / {slo.latency_s[k]:g} s" if k in slo.latency_s else "")
+        t.add_row(k, f"{v:.3f}", limit, f"{lat:.4f}", mark)
     con.print(t)
     verdict = "[green]meets all SLOs[/green]" if result.meets_slo else "[red]does not meet the SLOs[/red]"
     if not result.stable:

@@ -13,8 +13,8 @@ trace_app = typer.Typer(
 )
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document.")]
-SkipOpt = Annotated[bool, typer.Option("--skip-bad-rows",
-                                       help="Drop malformed rows (each is listed on stderr) instead of failing.")]
+SkipOpt = Annotated[bool, typer.Option(
+    "--skip-bad-rows", help="Drop malformed rows (each is listed on stderr) instead of failing.")]
 
 
 def _report_skipped(stats) -> None:  # stats: api.TraceStats

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from splitplan.search.run import _Ctx
 
 BATCH = 16
+CONFIRM_GROUP = 2  # DES confirmations per round; fixed so results do not depend on --jobs
 
 
 def _study_name(ctx: _Ctx, space: DesignSpace) -> str:
@@ -55,8 +56,40 @@ def _suggest(trial: Any, space: DesignSpace) -> tuple[Design, int, int]:
     return space.design(pg, tg, pc, tc), p, t
 
 
+def _distributions(space: DesignSpace) -> dict[str, Any]:
+    """The search dimensions, given to `ask` so a trial's parameters are drawn when it is asked
+    (not lazily when evaluated): an interrupted batch then resumes with the same parameters."""
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    out: dict[str, Any] = {}
+    pools = [("prompt", space.prompt, space.prompt_range)]
+    if not space.baseline:
+        pools.append(("token", space.token, space.token_range))
+    for name, pool, rng in pools:
+        if len(pool.gpus) > 1:
+            out[f"{name}_gpu"] = CategoricalDistribution(list(pool.gpus))
+        if pool.power_cap[0] < pool.power_cap[1]:
+            out[f"{name}_power_cap"] = FloatDistribution(*pool.power_cap)
+        if rng[0] < rng[1]:
+            out[f"{name}_machines"] = IntDistribution(*rng)
+    return out
+
+
 def _constraints(frozen: Any) -> list[float]:
     return list(frozen.user_attrs.get("constraints", [1.0]))
+
+
+PENALTY = 1e6
+
+
+def _penalized(value: float, cons: list[float], objective: str) -> float:
+    """The value told to the sampler: violations rank below every feasible point, graded by size
+    (the constraints are reported too; the penalty keeps TPE's good/bad split meaningful)."""
+    viol = sum(max(0.0, c) for c in cons)
+    if viol <= 0:
+        return value
+    viol = min(viol, 1e3)
+    return -viol if objective == "throughput" else PENALTY * (1.0 + viol)
 
 
 def _set_constraints(trial: Any, cons: list[float]) -> None:
@@ -109,7 +142,8 @@ def _run_trials(ctx: _Ctx, space: DesignSpace) -> Any:
                 trial = optuna.trial.Trial(study, fr._trial_id)
                 value, cons = _evaluate(ctx, space, trial)
                 _set_constraints(trial, cons)
-                study.tell(trial, value)
+                trial.set_user_attr("value", value)
+                study.tell(trial, _penalized(value, cons, pb.objective))
         else:
             for fr in running:
                 study.tell(fr.number, state=TrialState.FAIL)
@@ -123,14 +157,16 @@ def _run_trials(ctx: _Ctx, space: DesignSpace) -> Any:
             break
         k = len(done) // BATCH
         seed = int.from_bytes(hashlib.sha256(f"{pb.seed}:{k}".encode()).digest()[:4], "little")
-        study.sampler = optuna.samplers.TPESampler(seed=seed,
+        study.sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True,
                                                    n_startup_trials=min(20, max(pb.trials // 4, 4)))
-        batch = [study.ask() for _ in range(min(BATCH, pb.trials - len(done)) if len(done) % BATCH == 0
+        dists = _distributions(space)
+        batch = [study.ask(dists) for _ in range(min(BATCH, pb.trials - len(done)) if len(done) % BATCH == 0
                                             else BATCH - len(done) % BATCH)]
         results = [_evaluate(ctx, space, tr) for tr in batch]
         for tr, (value, cons) in zip(batch, results, strict=True):
             _set_constraints(tr, cons)
-            study.tell(tr, value)
+            tr.set_user_attr("value", value)
+            study.tell(tr, _penalized(value, cons, pb.objective))
         if ctx.progress:
             ctx.progress.advance(len(batch))
     return study
@@ -155,7 +191,6 @@ def optuna_space(ctx: _Ctx, space: DesignSpace) -> tuple[DesignResult, list[dict
     trials = [tr for tr in study.get_trials(deepcopy=False) if tr.state == TrialState.COMPLETE]
     feasible = [tr for tr in trials if all(c <= 0 for c in _constraints(tr))]
     sign = -1.0 if pb.objective == "throughput" else 1.0
-    feasible.sort(key=lambda tr: (sign * tr.value, tr.number))
     seen: set[tuple[Any, ...]] = set()
     cands: list[tuple[Design, int, int, float]] = []
     for tr in feasible:
@@ -163,12 +198,14 @@ def optuna_space(ctx: _Ctx, space: DesignSpace) -> tuple[DesignResult, list[dict
         key = (design.prompt, design.token, p, t)
         if key not in seen:
             seen.add(key)
-            cands.append((design, p, t, float(tr.value)))
+            cands.append((design, p, t, _value(tr)))
+    # the grid's order: objective, then fewer machines, then fewer prompt machines
+    cands.sort(key=lambda c: (round(sign * c[3], 9), c[1] + c[2], c[1], c[2]))
     records: list[dict[str, object]] = []
     for tr in trials:
         design, p, t = _config_of(space, tr.params)
         c = _constraints(tr)
-        rate = tr.value if pb.objective == "throughput" else 1.0
+        rate = _value(tr) if pb.objective == "throughput" else 1.0
         records.append(point_record(space=space.name, design=design, prompt=p, token=t,
                                     rate_rps=float(rate) * pb.rate_rps,
                                     within_budget=all(x <= 0 for x in c[:-1]),
@@ -182,8 +219,9 @@ def optuna_space(ctx: _Ctx, space: DesignSpace) -> tuple[DesignResult, list[dict
                                   method="optuna"), records
     cands = cands[:pb.confirm_top]
     n_des0 = ctx.des_evaluations
-    step = max(1, ctx.runner.workers)
+    step = CONFIRM_GROUP
     chosen: dict[str, object] | None = None
+    chosen_cfg: tuple[Design, int, int] | None = None
     if pb.objective == "throughput":
         tasks = [(bisect_many, ctx.cached(space.name), d, [(p, t)], [v], pb.rate_tol) for d, p, t, v in cands]
         outs = ctx.map(_call, tasks, lambda res: res[1])
@@ -211,14 +249,69 @@ def optuna_space(ctx: _Ctx, space: DesignSpace) -> tuple[DesignResult, list[dict
                                    decided_by="des", binding=dec.binding, slowdown=dec.slowdown)
                 records.append(rec)
                 if dec.meets and chosen is None:
-                    chosen = rec
+                    chosen, chosen_cfg = rec, (d, p, t)
             if chosen is not None:
                 break
+        if chosen_cfg is not None:
+            chosen = _polish(ctx, space, *chosen_cfg, chosen, records)
     n_des = ctx.des_evaluations - n_des0
     if chosen is None:
         return empty_result(space.name, space.design(), des_evaluations=n_des, method="optuna"), records
     return result_from_record(chosen, baseline=space.baseline, des_evaluations=n_des,
                               method="optuna"), records
+
+
+POLISH_STEPS = ((-1, 0), (0, -1), (-1, 1), (1, -1), (-2, 1), (1, -2), (-1, -1))
+POLISH_MAX = 30
+
+
+def _polish(ctx: _Ctx, space: DesignSpace, design: Design, p: int, t: int, rec: dict[str, object],
+            records: list[dict[str, object]]) -> dict[str, object]:
+    """Local DES descent from the confirmed best over cheaper neighbouring counts (same pools).
+
+    The analytic first pass can misjudge points next to the SLO frontier; a few DES runs on the
+    cheaper neighbours recover the exact local optimum (what the grid finds in 2-D).
+    """
+    pb = ctx.problem
+    pr, tr = space.prompt_range, space.token_range
+
+    def obj(pp: int, tt: int) -> float:
+        return obj_power(pp, tt) if pb.objective == "power" else obj_cost(pp, tt)
+
+    def obj_cost(pp: int, tt: int) -> float:
+        return pp * design.prompt.cost_usd_per_h + (0 if space.baseline else tt) * design.token.cost_usd_per_h
+
+    def obj_power(pp: int, tt: int) -> float:
+        return pp * design.prompt.power_kw + (0 if space.baseline else tt) * design.token.power_kw
+
+    def key(pp: int, tt: int) -> tuple[float, int, int]:
+        return (round(obj(pp, tt), 9), pp + tt, pp)
+
+    for _ in range(POLISH_MAX):
+        steps = ((-1, 0),) if space.baseline else POLISH_STEPS
+        nbrs = sorted({(p + dp, t + dt) for dp, dt in steps
+                       if pr[0] <= p + dp <= pr[1] and (space.baseline or tr[0] <= t + dt <= tr[1])
+                       and key(p + dp, t + dt) < key(p, t)}, key=lambda x: key(*x))
+        moved = False
+        for pp, tt in nbrs:
+            seen_pts, fresh = decide_points(ctx.cached(space.name), design, [(pp, tt)], 1.0)
+            ctx.absorb(fresh)
+            dec = seen_pts[(pp, tt)]
+            r = point_record(space=space.name, design=design, prompt=pp, token=tt, rate_rps=pb.rate_rps,
+                             within_budget=True, des_margin=dec.margin, meets=dec.meets, decided_by="des",
+                             binding=dec.binding, slowdown=dec.slowdown)
+            r["within_budget"] = pb.within_budget(obj_cost(pp, tt), obj_power(pp, tt))
+            records.append(r)
+            if dec.meets and r["within_budget"]:
+                p, t, rec, moved = pp, tt, r, True
+                break
+        if not moved:
+            break
+    return rec
+
+
+def _value(frozen: Any) -> float:
+    return float(frozen.user_attrs.get("value", frozen.value))
 
 
 def _rank(rec: dict[str, object], objective: str) -> tuple[float, ...]:

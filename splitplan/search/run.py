@@ -43,6 +43,8 @@ from splitplan.search.result import (
 from splitplan.search.store import PointStore
 from splitplan.search.throughput import analytic_rates, bisect_many, maximal_splits
 
+WALK_BLOCKS = 2  # column blocks per Splitwise design in the hybrid walk (parallel tasks)
+
 
 class SearchInterrupted(KeyboardInterrupt):
     """Ctrl-C during a search: carries the points finished so far (already persisted if storage)."""
@@ -62,18 +64,25 @@ class _Ctx:
     progress: ProgressSink | None
     des_evaluations: int = 0
     ledger: list[dict[str, object]] = field(default_factory=list)
+    recorded: set[str] = field(default_factory=set)
 
     def cached(self, space: str) -> CachedEvaluator:
         known = self.store.snapshot(space + "|")
-        sink = self.store.put if self.runner.in_process else None
+        # in-process, each verdict is persisted the moment it exists; workers report per task
+        sink = self.record if self.runner.in_process else None
         return CachedEvaluator(inner=self.evaluator, space=space, known=known, sink=sink)
+
+    def record(self, key: str, d: Decision) -> None:
+        if key in self.recorded:
+            return
+        self.recorded.add(key)
+        self.store.put(key, d)
+        self.des_evaluations += 1
+        self.ledger.append(_ledger_record(key, d, self.problem.rate_rps))
 
     def absorb(self, fresh: dict[str, Decision]) -> None:
         for k, d in fresh.items():
-            self.store.put(k, d)
-        self.des_evaluations += len(fresh)
-        for k, d in fresh.items():
-            self.ledger.append(_ledger_record(k, d, self.problem.rate_rps))
+            self.record(k, d)
 
     def map(self, fn: Any, tasks: list[tuple[Any, ...]], fresh_of: Any) -> list[Any]:
         return self.runner.map(fn, tasks, progress=self.progress,
@@ -96,7 +105,7 @@ def run_search(problem: SearchProblem, evaluator: Evaluator, *, runner: Runner |
     """Solve `problem`; `evaluator` screens and decides points (see splitplan.search.evaluate)."""
     t0 = time.perf_counter()
     ctx = _Ctx(problem=problem, evaluator=evaluator, runner=runner or Runner(),
-               store=store or PointStore(), progress=progress)
+               store=store if store is not None else PointStore(), progress=progress)
     results: dict[str, DesignResult] = {}
     points: list[dict[str, object]] = []
     try:
@@ -152,8 +161,6 @@ def _cost_grid(ctx: _Ctx, spaces: list[DesignSpace], results: dict[str, DesignRe
         tasks: list[tuple[Any, ...]] = []
         owners: list[_GridState] = []
         if pb.engine == "hybrid":
-            splits = [s for s in states if not s.space.baseline]
-            blocks_per = max(1, math.ceil(ctx.runner.workers / max(1, len(states))))
             for st in states:
                 if st.space.baseline:
                     tasks.append((walk_line, ctx.cached(st.space.name), st.design, st.space.prompt_range,
@@ -162,8 +169,9 @@ def _cost_grid(ctx: _Ctx, spaces: list[DesignSpace], results: dict[str, DesignRe
                     continue
                 guesses = guesses_for(st.grid, st.screen)
                 ps = [int(v) for v in st.grid.p_values]
-                n_blocks = blocks_per if splits else 1
-                for block in chunks(list(zip(ps, guesses, strict=True)), n_blocks):
+                # a fixed number of column blocks (not tied to --jobs) keeps the evaluated points,
+                # and so the output, identical whatever the worker count
+                for block in chunks(list(zip(ps, guesses, strict=True)), WALK_BLOCKS):
                     tasks.append((walk_columns, ctx.cached(st.space.name), st.design,
                                   [b[0] for b in block], st.space.token_range, [b[1] for b in block], 1.0))
                     owners.append(st)
@@ -318,7 +326,7 @@ def _throughput_grid(ctx: _Ctx, spaces: list[DesignSpace], results: dict[str, De
                 key = (f, -float(rec["cost_usd_per_h"]))  # type: ignore[arg-type]
                 if pb.engine == "analytic" and f > 0 and key > best_key:
                     best_i, best_key = len(recs) - 1, key
-        n_des = sum(1 for (name, _s) in des_rate if name == space.name)
+        n_des = sum(len(v[2]) for (name, _s), v in des_rate.items() if name == space.name)
         if best_i is None:
             results[space.name] = empty_result(space.name, design, des_evaluations=n_des, method="grid")
         else:

@@ -15,7 +15,7 @@ import numpy as np
 
 from splitplan.design import Design
 from splitplan.search.evaluate import Decision, Evaluator
-from splitplan.search.grid import CachedEvaluator
+from splitplan.search.grid import CachedEvaluator, threshold
 
 F_MIN, F_MAX = 1.0 / 64.0, 64.0  # rate factors outside this range are reported as the bound
 
@@ -69,54 +69,45 @@ def _round(f: float) -> float:
     return float(f"{f:.6g}")
 
 
+def rate_lattice(tol: float) -> tuple[float, int, int]:
+    """Rates are searched on the lattice (1 + tol)^k, k in [k_min, k_max] (factors F_MIN..F_MAX).
+
+    On a fixed lattice the highest passing rate is one definite point whatever the search starts
+    from, so the hybrid and the exhaustive engines return the same rate, not two within tolerance.
+    """
+    r = 1.0 + tol
+    return r, math.ceil(math.log(F_MIN) / math.log(r)), math.floor(math.log(F_MAX) / math.log(r))
+
+
 def bisect_rate(evaluator: CachedEvaluator, design: Design, p: int, t: int, guess: float, tol: float
                 ) -> tuple[float, Decision | None, dict[float, Decision], int]:
-    """Highest DES-passing rate factor for one split, to relative `tol`, starting at `guess`.
+    """Highest DES-passing rate factor on the (1 + tol)^k lattice for one split, from `guess`.
 
     Returns (factor, verdict at that factor, every probe, new DES evaluations). Factor 0 means
-    nothing passes at F_MIN. Top-level and picklable (one joblib task per chunk of splits).
+    nothing passes at F_MIN. Gallops from the guess, then bisects (see grid.threshold).
     """
     probes: dict[float, Decision] = {}
+    r, k_min, k_max = rate_lattice(tol)
 
-    def ok(f: float) -> bool:
-        f = _round(f)
+    def factor(k: int) -> float:
+        return _round(r ** k)
+
+    def fails(k: int) -> bool:
+        f = factor(k)
         d = evaluator.decide(design, p, t, f)
         probes[f] = d
-        return d.meets
+        return not d.meets
 
-    lo: float | None = None
-    hi: float | None = None
-    f = _round(min(max(guess, F_MIN), F_MAX)) if guess > 0 else F_MIN
-    step = 1.0 + max(tol, 0.02) * 2
-    if ok(f):
-        lo = f
-        while hi is None and lo < F_MAX:
-            g = _round(min(lo * step, F_MAX))
-            if ok(g):
-                lo = g
-                step = step * step
-            else:
-                hi = g
-    else:
-        hi = f
-        while lo is None and hi > F_MIN:
-            g = _round(max(hi / step, F_MIN))
-            if ok(g):
-                lo = g
-            else:
-                hi = g
-                step = step * step
-    if lo is None:
+    k0 = math.floor(math.log(guess) / math.log(r) + 1e-9) if guess > 0 else k_min
+    k0 = min(max(k0, k_min), k_max)
+    k_fail = threshold(k_min - 1, k_max + 1, k0, fails)
+    k_best = k_fail - 1
+    if k_best < k_min:
         return 0.0, None, probes, evaluator.new
-    while hi is not None and hi / lo > 1 + tol:
-        m = _round(math.sqrt(lo * hi))
-        if m in (lo, hi):
-            break
-        if ok(m):
-            lo = m
-        else:
-            hi = m
-    return lo, probes[_round(lo)], probes, evaluator.new
+    f = factor(k_best)
+    if f not in probes:  # k_best = k_min - 1 + ... only when the sentinel bounds were never probed
+        fails(k_best)
+    return f, probes[f], probes, evaluator.new
 
 
 def bisect_many(evaluator: CachedEvaluator, design: Design, splits: list[tuple[int, int]],

@@ -92,7 +92,8 @@ def row_percentiles(values: FloatArray, pcts: tuple[int, ...]) -> FloatArray:
     frac = pos - lo
     vlo = part[..., lo]
     vhi = part[..., hi]
-    out = vlo + (vhi - vlo) * frac
-    # (rows, pcts) → (pcts, rows); where vlo == vhi (inf) avoid inf − inf = nan
+    with np.errstate(invalid="ignore"):
+        out = vlo + (vhi - vlo) * frac
+    # where vlo == vhi (both inf) avoid inf − inf = nan; then (rows, pcts) → (pcts, rows)
     out = np.where(vlo == vhi, vlo, out)
     return np.moveaxis(out, -1, 0)

@@ -8,21 +8,30 @@ percentiles come from per-request latencies just as in the discrete-event simula
   prompt machines, service = the prompt iteration of the request), with the Allen–Cunneen mean
   wait and an exponential tail behind the Erlang-C probability of waiting. Each sampled request
   gets a wait quantile from a stratified uniform, so TTFT = wait + prompt time.
-- Token pool: the steady-state decode batch per machine N solves Little's law
-  N = (λ/T)·E[o − 1]·τ(N) with τ the decode iteration time at batch N (a vectorized bisection);
-  memory (KV of prompt + output tokens per resident request) and the batch cap bound N. Decode
-  time of a request = KV transfer + a join delay + (o − 1)·τ(N), with a fluctuation term for the
-  variability of the batch it shares.
+- Overflow (the cluster scheduler's mixed pool): once prompt queues reach the pending-token cap
+  the prompt machines are "full" and prompts go to token machines borrowed into the mixed pool.
+  The pool serves up to a utilization set by how many prompts fit under the cap; the excess
+  load, and every prompt whose wait would exceed its cap, overflows. Borrowed machines are taken
+  out of the token pool (a machine returns only when drained, so even rare overflows cost one).
+  Overflowed prompts run as mixed iterations on the borrowed machines after a partial wait.
+- Token pool: on the token machines that remain, the steady-state decode batch per machine N
+  solves Little's law N = (λ/T_eff)·E[o − 1]·τ(N) with τ the decode iteration time at batch N (a
+  vectorized bisection); memory (KV of prompt + output tokens per resident request) and the batch
+  cap bound N. Decode time of a request = KV transfer + a join delay + (o − 1)·τ(N).
 - Baselines (mixed batching): the same machine alternates prompt-priority mixed iterations and
   decode-only ones; the decode batch is the fixed point of token throughput = iteration rate ×
   batch, and each request's decode phase is inflated by the prompt iterations that land in it
-  (a Poisson count, normal-approximated per request quantile).
+  (a Poisson count: exact probability of none, normal approximation above).
 - Overload (utilization ≥ 1) is not an error: the point is marked unstable and its latencies use
   the fluid backlog of a finite trace (wait grows as (ρ − 1)·t), so every number stays finite.
 
 Everything is vectorized over (points × sampled requests) in bounded chunks; the same sample and
 the same stratified quantiles are used for every point (common random numbers), so the landscape
-is smooth and a point's verdict does not flicker with its neighbours.
+is smooth and a point's verdict does not flicker with its neighbours. Load moments (mean prompt
+time, mean decode length, resident context) come from the whole workload, not the sample.
+
+The approximation is calibrated against the DES (see `Calibration`); agreement is enforced by
+tests/accuracy/test_analytic_vs_des.py on stored DES grids.
 """
 
 from __future__ import annotations
@@ -45,7 +54,7 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 
-DEFAULT_SAMPLE_SIZE = 512
+DEFAULT_SAMPLE_SIZE = 501          # (n − 1) divisible by 100: P50/P90/P99 fall on samples
 CHUNK_ELEMENTS = 1 << 17        # points × requests per chunk: bounds memory at a few MB per array
 _SAMPLE_SALT = 0x5A11A          # separates the evaluator's sample stream from the DES's streams
 _BASELINE_GRID = 96             # decode-batch grid on which baseline mixed-iteration means are tabulated
@@ -53,16 +62,36 @@ _BASELINE_GRID = 96             # decode-batch grid on which baseline mixed-iter
 
 @dataclass(frozen=True, slots=True)
 class Calibration:
-    """Corrections of the queueing approximation, fitted against the DES (see docs in module).
+    """Corrections of the queueing approximation, fitted against the DES.
 
-    prompt_wait_scale multiplies the Allen–Cunneen mean wait; token_cv scales the coefficient of
-    variation of the decode batch a request sees (0 = a deterministic steady-state batch).
+    Fitted by a small grid search that maximizes agreement of the all-nine verdict and of the
+    per-prompt-count frontier with the DES on the 39×39 Splitwise-HH/HA grids, coding and
+    conversation presets, 70 req/s (tests/golden/des_grids; refit after regenerating them):
+    - prompt_full_slack: the prompt pool serves up to utilization 1 − slack / K, with K =
+      prompt_full_tokens / E[p] the prompts a queue holds before the machine is "full" (coding:
+      K ≈ 4 → 0.82; conversation: K ≈ 7 → 0.90). Pure M/G/c would run the pool to ρ → 1.
+    - prompt_wait_scale: FCFS batching (up to max_batch_tokens) lets short prompts ride along
+      with the prompt ahead of them, so waits are shorter than Allen–Cunneen's (0.6×).
+    - mixed_prompt_capacity: fraction of its time a borrowed token machine gives to overflow
+      prompts (it keeps its decodes, and a mixed iteration costs 1.1× or more).
+    - overflow_wait_fraction, overflow_wait_growth: an overflowed prompt waits this fraction of
+      its pending-token cap, growing with the overflowing share of the load (the DES's TTFT keeps
+      rising as the prompt pool shrinks, where M/G/c at a capped load would not).
+    - rare_borrow: token machines lost as soon as overflows happen at all during the trace (a
+      borrowed machine returns only once it has drained its longest decode).
+    - join_fraction: a decode joins the running batch at the next iteration boundary.
+    - baseline_jsq_spread (baselines): JSQ keeps machines' decode counts within about this many
+      of each other, so a prompt interrupts decodes only once every machine holds some.
     """
 
-    prompt_wait_scale: float = 1.0
-    token_cv: float = 0.0
+    prompt_full_slack: float = 0.72
+    prompt_wait_scale: float = 0.6
+    mixed_prompt_capacity: float = 0.6
+    overflow_wait_fraction: float = 0.1
+    overflow_wait_growth: float = 0.5
+    rare_borrow: float = 1.0
     join_fraction: float = 0.5
-    prompt_full_utilization: float = 0.9
+    baseline_jsq_spread: float = 1.0
 
 
 CALIBRATION = Calibration()
@@ -148,6 +177,8 @@ class _Sample:
     ref_e2e: FloatArray
     duration_s: float
     base_rate_rps: float
+    p_all: FloatArray         # every request of the workload: the load moments come from these
+    o_all: FloatArray
 
 
 def _draw_sample(scenario: Scenario, n: int | None) -> _Sample:
@@ -158,8 +189,14 @@ def _draw_sample(scenario: Scenario, n: int | None) -> _Sample:
     if not isinstance(size, int | np.integer) or isinstance(size, bool) or size < 10:
         raise InputError(f"sample_size must be an integer ≥ 10, got {n!r}")
     rng = np.random.default_rng(np.random.SeedSequence([int(scenario.seed), _SAMPLE_SALT]))
-    full = wl.n <= size
-    idx = np.arange(wl.n) if full else np.sort(rng.choice(wl.n, size=int(size), replace=False))
+    if wl.n <= size:
+        idx = np.arange(wl.n)
+    else:
+        # systematic sample over requests ordered by (prompt, output) size: every size stratum is
+        # represented in proportion, which keeps the percentiles' sampling noise low
+        order = np.lexsort((wl.output_tokens, wl.prompt_tokens))
+        pos = ((np.arange(size) + rng.random()) * (wl.n / size)).astype(np.int64)
+        idx = np.sort(order[np.minimum(pos, wl.n - 1)])
     m = len(idx)
     if m < 2:
         raise InputError(f"workload {wl.name!r} needs at least 2 requests for the analytic evaluator")
@@ -175,7 +212,8 @@ def _draw_sample(scenario: Scenario, n: int | None) -> _Sample:
     duration = max(float(wl.arrival_s[-1] - wl.arrival_s[0]), 1e-9)
     rate = (wl.n - 1) / duration if wl.n > 1 else 1.0
     return _Sample(p, o, t, np.log1p(-u), z, zcdf, v, np.asarray(r_ttft), np.asarray(r_tbt),
-                   np.asarray(r_e2e), duration, rate)
+                   np.asarray(r_e2e), duration, rate,
+                   wl.prompt_tokens.astype(np.float64), wl.output_tokens.astype(np.float64))
 
 
 def _link_bytes_per_s(scenario: Scenario, design: Design) -> float:
@@ -256,7 +294,7 @@ def evaluate_grid(
     nb = np.empty(npts)
 
     if design.is_baseline:
-        ctx = _BaselineContext(scenario, design, sample, cap_prompt)
+        ctx = _BaselineContext(scenario, design, sample, cap_prompt, cal)
         run = ctx.evaluate
     else:
         sctx = _SplitContext(scenario, design, sample, cap_token, cal)
@@ -313,65 +351,85 @@ class _SplitContext:
                  cal: Calibration) -> None:
         self.s = sample
         self.cal = cal
-        sim = scenario.sim
         self.prompt_perf = scenario.perf_model(design.prompt)
         self.token_perf = scenario.perf_model(design.token)
         p = sample.p
         # Prompt service: one prompt iteration of p tokens (prompts above the batch-token cap
         # still run alone in one iteration).
         self.service = np.asarray(self.prompt_perf.prompt_time_s(p))
-        es = float(self.service.mean())
+        # load moments from the whole workload (the sample is only for the percentiles)
+        service_all = np.asarray(self.prompt_perf.prompt_time_s(sample.p_all))
+        es = float(service_all.mean())
         self.es = es
-        self.scv = float(self.service.var() / es**2) if es > 0 else 0.0
+        self.scv = float(service_all.var() / es**2) if es > 0 else 0.0
         self.xfer = kv_transfer_s(scenario, design, p)
         self.dec, self.mean_dec, self.ctx_per_req, self.nmax = _decode_constants(
             scenario, sample, cap_token)
-        # Overflow prompts run on borrowed token machines as mixed iterations co-batched with
-        # their decodes: tabulate the mean mixed-iteration time over decode batches N.
+        # decode iteration time tabulated over batches N (pure token machines run no prompts)
         self.grid = np.linspace(0.0, 1.0, _BASELINE_GRID) ** 2 * self.nmax
-        self.mix_mean = _mixed_means(self.token_perf, p, self.grid, self.ctx_per_req)
+        self.no_mix = np.zeros_like(self.grid)
+        # an overflowed prompt runs as a mixed iteration on a borrowed token machine
         self.mix_solo = np.asarray(self.token_perf.mixed_time_s(p, 0.0))
-        self.es_token = float(self.mix_solo.mean())
+        # a borrowed token machine serves a prompt more slowly than a prompt machine (mixed
+        # iteration, maybe a slower GPU): prompt-pool erlangs it absorbs per unit of its time
+        self.mixed_speed = es / float(np.mean(self.token_perf.mixed_time_s(sample.p_all, 0.0)))
+        mean_p = max(float(sample.p_all.mean()), 1.0)
+        per_token_s = es / mean_p
+        # the pool turns "full" once queues reach about prompt_full_tokens / E[p] prompts: the
+        # longer the queue a machine may hold, the closer to saturation the pool runs before
+        # overflowing (M/G/c/K-like)
+        queue_prompts = max(scenario.sim.prompt_full_tokens / mean_p, 1.0)
+        self.full_utilization = float(np.clip(1.0 - cal.prompt_full_slack / queue_prompts, 0.5, 0.98))
+        self.wait_cap = np.maximum(scenario.sim.prompt_full_tokens - p, 0.0) * per_token_s
         self.tau_grid = _tau(self.token_perf, self.grid, self.ctx_per_req)
+        self.decode_capacity = self.nmax / float(self.tau_grid[-1])   # decode tokens/s per machine
 
     def evaluate(self, pm: IntArray, tm: IntArray, lam: FloatArray):
         s, cal = self.s, self.cal
         P = pm.astype(np.float64)
         T = tm.astype(np.float64)
-        # --- prompt pool: M/G/c up to the load at which prompt machines turn "full"; the excess
-        # overflows to token machines borrowed into the mixed pool.
+        # --- prompt pool: an M/G/c queue that serves at most `full_utilization` of its capacity;
+        # prompt machines turn "full" beyond it and the excess overflows to token machines
+        # borrowed into the mixed pool (they stay there while the overload lasts).
         offered = lam * self.es
-        served = np.minimum(offered, cal.prompt_full_utilization * P)
+        served = np.minimum(offered, self.full_utilization * P)
         excess = offered - served
-        overflow = np.divide(excess, offered, out=np.zeros_like(offered), where=offered > 0)
         lam_p = served / self.es
         pw, cond, _ = mgc_wait(lam_p, self.es, self.scv, pm)
         cond = cond * cal.prompt_wait_scale
         logpw = np.log(np.maximum(pw, 1e-300))
         wait = np.maximum(0.0, (logpw[:, None] - s.log1mu[None, :]) * cond[:, None])
-        # --- token pool: per machine, lam_x overflow prompts/s as mixed iterations, and a decode
-        # batch N with N × iteration rate = decode demand (Little's law, as a fixed point).
-        lam_x = excess / self.es / T
-        demand = lam * self.mean_dec / T
-        decode_rate = _solve_mixed(lam_x, demand, self.grid, self.mix_mean, self.tau_grid, self.nmax)
-        nbat, tau, mix_mean, prompt_share, rho_t = decode_rate
+        # a queue is bounded by the full condition: a prompt never waits behind more than
+        # prompt_full_tokens − p tokens of work; beyond that it overflows instead
+        over_cap = wait > self.wait_cap[None, :]
+        excess = excess + lam_p * self.es * over_cap.mean(axis=1)
+        overflow = np.divide(excess, offered, out=np.zeros_like(offered), where=offered > 0)
+        over_i = over_cap | (s.v[None, :] < overflow[:, None])
+        # borrowed machines: each absorbs `mixed_prompt_capacity` erlangs of prompt work
+        borrowed = excess / (cal.mixed_prompt_capacity * self.mixed_speed)
+        # even rare overflows cost a token machine for long: a borrowed machine returns only once
+        # it has drained, and its last decodes may run for minutes
+        events = lam * self.s.duration_s * overflow
+        borrowed = np.maximum(borrowed, cal.rare_borrow * -np.expm1(-events))
+        t_eff = T - borrowed
+        # --- token pool: the remaining machines carry every decode; batch N from Little's law
+        demand = lam * self.mean_dec / np.maximum(t_eff, 1e-9)
+        nbat, tau, _, _, _ = _solve_mixed(np.zeros(len(P)), demand, self.grid, self.no_mix,
+                                          self.tau_grid, self.nmax)
+        # token-pool utilization: decode load in machine-equivalents plus the borrowed machines,
+        # over the pool (finite even when every token machine is borrowed; ≥ 1 ⇔ unstable)
+        rho_t = (lam * self.mean_dec / self.decode_capacity + borrowed) / T
         ok = rho_t < 1.0
-        rho_p = served / P
-        # per-request TTFT: overflowed requests (chosen by a stratified uniform) run on a mixed
-        # machine right away, the others queue in the prompt pool
-        over_i = s.v[None, :] < overflow[:, None]
+        rho_p = offered / P                  # above full_utilization the excess overflows
         ttft_pool = wait + self.service[None, :]
-        ttft_mixed = (0.5 * tau)[:, None] + self.mix_solo[None, :]
+        # an overflowed prompt found every prompt queue at its cap and joins a mixed machine's
+        frac = np.minimum(1.0, cal.overflow_wait_fraction + cal.overflow_wait_growth * overflow)
+        ttft_mixed = (frac[:, None] * self.wait_cap[None, :] + (0.5 * tau)[:, None]
+                      + self.mix_solo[None, :])
         ttft = np.where(over_i, ttft_mixed, ttft_pool)
-        # decode phase: o − 1 iterations, K of them mixed (overflow prompts during the phase)
-        rate = lam_x + np.maximum(1.0 - prompt_share, 1e-9) / tau
-        m = lam_x[:, None] * self.dec[None, :] / rate[:, None]
-        k = _poisson_quantile(m, s.z[None, :], s.zcdf[None, :], self.dec[None, :])
-        tau_i = tau[:, None] * (1.0 + cal.token_cv / np.sqrt(np.maximum(nbat, 1.0))[:, None] * s.z[None, :])
         join = cal.join_fraction * tau * np.minimum(nbat, 1.0)
         backlog = np.maximum(rho_t - 1.0, 0.0)[:, None] * s.t_s[None, :]
-        decode = (self.xfer[None, :] + join[:, None] + (self.dec[None, :] - k) * tau_i
-                  + k * mix_mean[:, None] + backlog)
+        decode = self.xfer[None, :] + join[:, None] + self.dec[None, :] * tau[:, None] + backlog
         e2e = ttft + decode
         tbt = decode / s.o[None, :]
         return ttft, tbt, e2e, ok, rho_p, rho_t, nbat
@@ -380,14 +438,15 @@ class _SplitContext:
 def _decode_constants(
     scenario: Scenario, sample: _Sample, cap: float
 ) -> tuple[FloatArray, float, float, float]:
-    """Decode lengths and the time-weighted context / KV of the requests resident in a batch."""
-    p, o = sample.p, sample.o
-    dec = np.maximum(o - 1.0, 0.0)
-    w = dec / dec.sum() if dec.sum() > 0 else np.full(len(dec), 1.0 / len(dec))
+    """Decode lengths (sample) and, over the whole workload, the mean decode length and the
+    time-weighted context / KV of the requests resident in a decode batch."""
+    p, o = sample.p_all, sample.o_all
+    dec_all = np.maximum(o - 1.0, 0.0)
+    w = dec_all / dec_all.sum() if dec_all.sum() > 0 else np.full(len(dec_all), 1.0 / len(dec_all))
     ctx_per_req = float(np.sum(w * (p + 0.5 * o)))
     kv_per_req = float(np.sum(w * (p + o))) * scenario.kv_bytes_per_token
     nmax = float(max(1.0, min(scenario.sim.max_batch_size, cap / max(kv_per_req, 1.0))))
-    return dec, float(dec.mean()), ctx_per_req, nmax
+    return np.maximum(sample.o - 1.0, 0.0), float(dec_all.mean()), ctx_per_req, nmax
 
 
 def _mixed_means(perf, p: FloatArray, grid: FloatArray, ctx_per_req: float) -> FloatArray:
@@ -440,18 +499,22 @@ def _poisson_quantile(mean: FloatArray, z: FloatArray, zcdf: FloatArray, upper: 
 
 
 class _BaselineContext:
-    def __init__(self, scenario: Scenario, design: Design, sample: _Sample, cap: float) -> None:
+    def __init__(self, scenario: Scenario, design: Design, sample: _Sample, cap: float,
+                 cal: Calibration) -> None:
         self.s = sample
+        self.cal = cal
         self.perf = scenario.perf_model(design.prompt)
-        p = sample.p
         self.dec, self.mean_dec, self.ctx_per_req, self.nmax = _decode_constants(scenario, sample, cap)
         # Mean mixed-iteration time (a prompt co-batched with N decodes) and decode-only
         # iteration time, tabulated on a grid of decode batches N.
         self.grid = np.linspace(0.0, 1.0, _BASELINE_GRID) ** 2 * self.nmax
-        self.mix_mean = _mixed_means(self.perf, p, self.grid, self.ctx_per_req)
-        solo = np.asarray(self.perf.mixed_time_s(p, 0.0))
+        self.mix_mean = _mixed_means(self.perf, sample.p_all, self.grid, self.ctx_per_req)
+        solo = np.asarray(self.perf.mixed_time_s(sample.p_all, 0.0))
         self.mix_scv = float(solo.var() / solo.mean() ** 2)
+        self.mix_solo_mean = float(solo.mean())
+        self.mix_other = np.roll(np.asarray(self.perf.mixed_time_s(sample.p, 0.0)), 1)
         self.tau_grid = _tau(self.perf, self.grid, self.ctx_per_req)
+        self.decode_capacity = self.nmax / float(self.tau_grid[-1])
 
     def evaluate(self, pm: IntArray, tm: IntArray, lam: FloatArray):
         s = self.s
@@ -460,26 +523,39 @@ class _BaselineContext:
         demand = lam_m * self.mean_dec                      # decode tokens per second per machine
         nbat, tau, mix_mean, rho_p, rho_t = _solve_mixed(lam_m, demand, self.grid, self.mix_mean,
                                                          self.tau_grid, self.nmax)
+        # when prompts alone saturate the machine no decode capacity is left: report the machine's
+        # total load (prompt share + decodes at the largest batch), finite and ≥ 1
+        rho_t = np.where(np.isfinite(rho_t), rho_t, rho_p + demand / self.decode_capacity)
         ok_p = rho_p < 1.0
+        ok = ok_p & (rho_t < 1.0)
         pw, cond, _ = mgc_wait(lam, mix_mean, self.mix_scv, pm)
         logpw = np.log(np.maximum(pw, 1e-300))
         cond_f = np.where(ok_p, cond, 0.0)
         wait = np.maximum(0.0, (logpw[:, None] - s.log1mu[None, :]) * cond_f[:, None])
-        fluid = np.maximum(rho_p - 1.0, 0.0)[:, None] * s.t_s[None, :]
-        wait = np.where(ok_p[:, None], wait, fluid)
+        # an overloaded machine's backlog (prompts and decodes share it) grows through the trace
+        fluid = (np.maximum(np.maximum(rho_p, rho_t) - 1.0, 0.0))[:, None] * s.t_s[None, :]
+        wait = np.where(ok_p[:, None], wait, 0.0) + np.where(ok[:, None], 0.0, fluid)
         # a prompt waits for the running decode iteration, then runs co-batched with the decodes
         service = np.asarray(self.perf.mixed_time_s(s.p[None, :] + nbat[:, None],
                                                     (nbat * self.ctx_per_req)[:, None]))
         ttft = wait + 0.5 * tau[:, None] * (nbat > 0)[:, None] + service
         # decode phase: o − 1 iterations, K of them mixed (prompt arrivals during the phase)
         rate = lam_m + np.maximum(1.0 - rho_p, 1e-9) / tau
-        m = lam_m[:, None] * self.dec[None, :] / rate[:, None]
+        # join-the-shortest-queue sends a prompt to the machine with the fewest pending tokens,
+        # i.e. the fewest decodes: while some machine holds less than about `jsq_spread` decodes
+        # fewer than the average, decodes elsewhere are not interrupted
+        hit = np.clip(1.0 - self.cal.baseline_jsq_spread / np.maximum(nbat, 1e-9), 0.0, 1.0)
+        m = (hit * lam_m)[:, None] * self.dec[None, :] / rate[:, None]
         k = _poisson_quantile(m, s.z[None, :], s.zcdf[None, :], self.dec[None, :])
         backlog = np.maximum(rho_t - 1.0, 0.0)[:, None] * s.t_s[None, :]
-        decode = (self.dec[None, :] - k) * tau[:, None] + k * mix_mean[:, None] + backlog
+        # the prompt iterations a decode meets are of random size: pair each request with another
+        # sampled prompt's iteration, averaging out as K grows
+        spread = (self.mix_other - self.mix_solo_mean)[None, :] / np.sqrt(np.maximum(k, 1.0))
+        per_mixed = np.maximum(mix_mean[:, None] + spread, tau[:, None])
+        decode = (self.dec[None, :] - k) * tau[:, None] + k * per_mixed + backlog
         e2e = ttft + decode
         tbt = decode / s.o[None, :]
-        return ttft, tbt, e2e, ok_p & (rho_t < 1.0), rho_p, rho_t, nbat
+        return ttft, tbt, e2e, ok, rho_p, rho_t, nbat
 
 
 __all__ = ["DEFAULT_SAMPLE_SIZE", "AnalyticBatch", "Calibration", "evaluate_grid", "kv_transfer_s",

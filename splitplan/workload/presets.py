@@ -174,7 +174,8 @@ def main(argv: list[str]) -> int:
     src, out = Path(argv[0]), Path(argv[1])
     for name, fname in PRESETS.items():
         wl = read_trace(src / fname)
-        text = build_preset_toml(name, wl.prompt_tokens, wl.output_tokens, f"Azure LLM inference trace 2023, {fname}")
+        source = f"Azure LLM inference trace 2023, {fname}"
+        text = build_preset_toml(name, wl.prompt_tokens, wl.output_tokens, source)
         write_text_atomic(out / f"{name}.toml", text)
         print(f"wrote {out / f'{name}.toml'} from {wl.n} rows")
     return 0

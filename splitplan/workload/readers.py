@@ -67,7 +67,8 @@ def detect_format(header: list[str]) -> str:
 
 
 def _read_header(raw: bytes, path: str) -> list[str]:
-    first = raw.split(b"\n", 1)[0].split(b"\r", 1)[0]
+    end = raw.find(b"\n")
+    first = (raw if end < 0 else raw[:end]).split(b"\r", 1)[0]
     try:
         text = first.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -100,7 +101,7 @@ def scan_trace(path: str | Path, *, skip_bad_rows: bool = False) -> TraceRead:
         raise InputError(f"{shown}: is a folder, not a trace file") from None
     except OSError as exc:
         raise InputError(f"{shown}: cannot read trace file ({exc.strerror or exc})") from None
-    if not raw.strip():
+    if not raw or raw.isspace():
         raise InputError(f"{shown}: empty file (expected a CSV header and rows)")
     try:
         raw.decode("utf-8")
@@ -118,6 +119,17 @@ def scan_trace(path: str | Path, *, skip_bad_rows: bool = False) -> TraceRead:
     missing = [c for c in wanted if c not in header]
     if missing:
         raise InputError(f"{shown}:1: missing column {missing[0]} ({fmt} trace format)")
+    fast = _fast_read(raw, header, fmt)
+    if fast is not None:
+        t, prompt, output = fast
+        if fmt == "azure":
+            t = t - t[0]
+        meta = {"source": shown, "format": fmt}
+        if skip_bad_rows:
+            meta["skipped_rows"] = "0"
+        wl = Workload(arrival_s=t, prompt_tokens=prompt, output_tokens=output, name=p.stem or "trace",
+                      meta=meta)
+        return TraceRead(workload=wl, format=fmt, bad_rows=())
     cols, lines, bad = _parse_columns(raw, header, wanted, shown)
     n = len(lines)
     ok = np.ones(n, dtype=bool)
@@ -154,6 +166,49 @@ def scan_trace(path: str | Path, *, skip_bad_rows: bool = False) -> TraceRead:
         meta["skipped_rows"] = str(len(bad_rows))
     wl = Workload(arrival_s=t, prompt_tokens=prompt, output_tokens=output, name=p.stem or "trace", meta=meta)
     return TraceRead(workload=wl, format=fmt, bad_rows=bad_rows)
+
+
+def _fast_read(raw: bytes, header: list[str], fmt: str
+               ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
+    """Typed multi-threaded parse of a clean file, or None if anything at all is off.
+
+    A None sends the file through the slower text-column path, which names every bad row.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    if fmt == "azure":
+        types = {"TIMESTAMP": pa.timestamp("ns"), "ContextTokens": pa.int64(), "GeneratedTokens": pa.int64()}
+        names = AZURE_COLUMNS
+    else:
+        types = {c: pa.int64() for c in _REFERENCE_INTS} | {"arrival_timestamp": pa.float64()}
+        names = REFERENCE_COLUMNS
+    try:
+        table = pcsv.read_csv(
+            io.BytesIO(raw),
+            read_options=pcsv.ReadOptions(skip_rows=1, column_names=header, block_size=1 << 22),
+            parse_options=pcsv.ParseOptions(ignore_empty_lines=False),
+            convert_options=pcsv.ConvertOptions(column_types=types, include_columns=list(names)),
+        )
+    except (pa.ArrowException, ValueError, OverflowError):
+        return None
+    if table.num_rows == 0 or any(table.column(c).null_count for c in names):
+        return None
+    cols = {c: table.column(c).to_numpy() for c in names}
+    if fmt == "azure":
+        t = cols["TIMESTAMP"].astype("datetime64[ns]").astype(np.int64)
+        t = (t - t[0]).astype(np.float64) / 1e9
+        prompt, output = cols["ContextTokens"], cols["GeneratedTokens"]
+    else:
+        t = cols["arrival_timestamp"].astype(np.float64)
+        prompt, output = cols["prompt_size"], cols["token_size"]
+        if not np.all(np.isfinite(t)) or t.min() < 0:
+            return None
+        if any(cols[c].min() < low for c, low in _REFERENCE_INTS.items()):
+            return None
+    if prompt.min() < 1 or output.min() < 1 or np.any(np.diff(t) < 0):
+        return None
+    return t, prompt.astype(np.int64), output.astype(np.int64)
 
 
 def _parse_columns(
@@ -204,6 +259,10 @@ def _parse_columns(
 
     blank = np.ones(table.num_rows, dtype=bool)
     for c in wanted:
+        lengths = pc.binary_length(cols[c])
+        if table.num_rows and pc.min(lengths).as_py() > 0:
+            blank[:] = False
+            break
         blank &= np.asarray(pc.equal(pc.utf8_trim_whitespace(cols[c]), "").to_numpy(zero_copy_only=False))
     if blank.any():
         keep = ~blank
@@ -223,9 +282,55 @@ def _note(bad: dict[int, BadRow], ok: npt.NDArray[np.bool_], lines: npt.NDArray[
             bad[line] = BadRow(shown, line, problem_of(int(i)))  # type: ignore[operator]
 
 
+class _Values:
+    """Index a pyarrow string column lazily (only the bad rows' texts are ever needed)."""
+
+    __slots__ = ("arr",)
+
+    def __init__(self, arr: object) -> None:
+        self.arr = arr
+
+    def __getitem__(self, i: int) -> str:
+        return str(self.arr[int(i)].as_py())  # type: ignore[index]
+
+
 def _show(value: str) -> str:
     v = value if len(value) <= 40 else value[:37] + "..."
     return repr(v)
+
+
+def _try_cast(arr: object, to: object) -> npt.NDArray | None:
+    """The strict pyarrow cast of a whole column, or None when any value does not convert."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        return pc.cast(arr, to).to_numpy(zero_copy_only=False)
+    except (pa.ArrowException, ValueError, OverflowError):
+        return None
+
+
+def _cast_subset(arr: object, good: npt.NDArray[np.bool_], to: object, dtype: type) -> npt.NDArray:
+    """Cast the rows marked good (whitespace and a leading '+' removed); rows that still fail are
+    unmarked in `good` (found one by one — error path only)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = np.zeros(len(good), dtype=dtype)
+    idx = np.flatnonzero(good)
+    if not len(idx):
+        return out
+    sub = arr if good.all() else arr.filter(pa.array(good))  # type: ignore[attr-defined]
+    sub = pc.utf8_ltrim(pc.utf8_trim_whitespace(sub), characters="+")
+    try:
+        out[idx] = pc.cast(sub, to).to_numpy(zero_copy_only=False)
+    except (pa.ArrowException, ValueError, OverflowError):
+        for j, v in zip(idx, sub.to_pylist(), strict=True):
+            try:
+                out[j] = pc.cast(pa.array([v]), to)[0].as_py()
+            except (pa.ArrowException, ValueError, OverflowError):
+                good[j] = False
+    return out
 
 
 def _match(arr: object, regex: str) -> npt.NDArray[np.bool_]:
@@ -237,17 +342,16 @@ def _match(arr: object, regex: str) -> npt.NDArray[np.bool_]:
 def _ints(arr: object, lines: npt.NDArray[np.int64], ok: npt.NDArray[np.bool_], bad: dict[int, BadRow],
           shown: str, name: str, low: int) -> npt.NDArray[np.int64]:
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    good = _match(arr, _INT_RE)
-    out = np.zeros(len(good), dtype=np.int64)
-    if good.all():
-        out[:] = pc.cast(pc.utf8_trim_whitespace(arr), pa.int64()).to_numpy()
-    elif good.any():
-        sub = pc.utf8_trim_whitespace(arr.filter(pa.array(good)))  # type: ignore[attr-defined]
-        out[good] = pc.cast(sub, pa.int64()).to_numpy()
+    fast = _try_cast(arr, pa.int64())  # clean columns stop here
+    if fast is not None:
+        good = np.ones(len(fast), dtype=bool)
+        out = fast.astype(np.int64, copy=True)
+    else:
+        good = _match(arr, _INT_RE)
+        out = _cast_subset(arr, good, pa.int64(), np.int64)
     if not good.all():
-        values = arr.to_pylist()  # type: ignore[attr-defined]
+        values = _Values(arr)
         negative = _match(arr, _NEG_INT_RE)
 
         def problem(i: int) -> str:
@@ -269,16 +373,17 @@ def _ints(arr: object, lines: npt.NDArray[np.int64], ok: npt.NDArray[np.bool_], 
 def _floats(arr: object, lines: npt.NDArray[np.int64], ok: npt.NDArray[np.bool_], bad: dict[int, BadRow],
             shown: str, name: str) -> npt.NDArray[np.float64]:
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    good = _match(arr, _FLOAT_RE)
-    out = np.zeros(len(good), dtype=np.float64)
-    if good.any():
-        sub = arr if good.all() else arr.filter(pa.array(good))  # type: ignore[attr-defined]
-        out[good] = pc.cast(pc.utf8_trim_whitespace(sub), pa.float64()).to_numpy()
+    fast = _try_cast(arr, pa.float64())  # clean columns stop here (inf is caught below)
+    if fast is not None and (len(fast) == 0 or np.min(fast) >= 0):
+        good = np.ones(len(fast), dtype=bool)
+        out = fast.astype(np.float64, copy=True)
+    else:
+        good = _match(arr, _FLOAT_RE)
+        out = _cast_subset(arr, good, pa.float64(), np.float64)
     finite = np.isfinite(out)
     if not good.all():
-        values = arr.to_pylist()  # type: ignore[attr-defined]
+        values = _Values(arr)
         _note(bad, ok, lines, ~good, shown,
               lambda i: f"{name} is empty" if not values[i].strip()
               else f"{name} is not a non-negative number: {_show(values[i])}")
@@ -294,10 +399,16 @@ def _datetime_seconds(arr: object, lines: npt.NDArray[np.int64], ok: npt.NDArray
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    good = _match(arr, _DATETIME_RE)
-    ns = np.zeros(len(good), dtype=np.int64)
-    idx = np.flatnonzero(good)
-    if len(idx):
+    fast = _try_cast(arr, pa.timestamp("ns"))
+    if fast is not None:
+        good = np.ones(len(fast), dtype=bool)
+        ns = fast.astype("datetime64[ns]").astype(np.int64)
+        idx = np.arange(len(ns))
+    else:
+        good = _match(arr, _DATETIME_RE)
+        ns = np.zeros(len(good), dtype=np.int64)
+        idx = np.flatnonzero(good)
+    if fast is None and len(idx):
         sub = pc.utf8_trim_whitespace(arr if good.all() else arr.filter(pa.array(good)))  # type: ignore[attr-defined]
         try:
             ns[idx] = pc.cast(sub, pa.timestamp("ns")).cast(pa.int64()).to_numpy()
@@ -309,7 +420,7 @@ def _datetime_seconds(arr: object, lines: npt.NDArray[np.int64], ok: npt.NDArray
                 except (pa.ArrowException, ValueError):
                     good[j] = False
     if not good.all():
-        values = arr.to_pylist()  # type: ignore[attr-defined]
+        values = _Values(arr)
         _note(bad, ok, lines, ~good, shown,
               lambda i: f"{name} is empty" if not values[i].strip()
               else f"{name} is not a date-time (YYYY-MM-DD HH:MM:SS[.fff]): {_show(values[i])}")

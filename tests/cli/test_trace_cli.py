@@ -47,7 +47,9 @@ def test_stats_table_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     capsys.readouterr()
     assert main(["trace", "stats", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "200" in text and "p99" in text and "prompt" in text
+    assert "200" in text
+    assert "p99" in text
+    assert "prompt" in text
     doc = _json(capsys, ["trace", "stats", str(out), "--json"])
     assert doc["requests"] == 200
     assert set(doc["prompt_tokens"]) == {"mean", "min", "max", "p50", "p90", "p99"}
@@ -75,7 +77,8 @@ def test_bad_rows_exit_2_or_skipped_with_count(tmp_path: Path, capsys: pytest.Ca
     assert len(err.strip().splitlines()) == 1
     assert f"{src}:3: prompt_size is not an integer" in err
     doc = _json(capsys, ["trace", "stats", str(src), "--skip-bad-rows", "--json"])
-    assert doc["requests"] == 2 and doc["skipped_rows"] == 2
+    assert doc["requests"] == 2
+    assert doc["skipped_rows"] == 2
     assert main(["trace", "stats", str(src), "--skip-bad-rows"]) == 0
     err = capsys.readouterr().err.splitlines()
     assert err == [f"splitplan: skipped {src}:3: prompt_size is not an integer: 'zero'",
@@ -94,10 +97,12 @@ def test_bad_rows_exit_2_or_skipped_with_count(tmp_path: Path, capsys: pytest.Ca
     ["trace", "stats", "{tmp}/missing.csv"],
     ["trace", "convert", "{tmp}/missing.csv", "{tmp}/y.csv"],
 ])
-def test_bad_input_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+def test_bad_input_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                   argv: list[str]) -> None:
     assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
     err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
     assert not (tmp_path / "x.csv").exists()
 
 

@@ -41,7 +41,8 @@ def test_bit_identical_across_runs() -> None:
 
 def test_request_count() -> None:
     wl = make_workload("coding", rate_rps=5, requests=250, seed=0)
-    assert wl.n == 250 and wl.name == "coding@5rps/250req"
+    assert wl.n == 250
+    assert wl.name == "coding@5rps/250req"
 
 
 def _small_trace(tmp_path: Path) -> Path:
@@ -55,7 +56,9 @@ def _small_trace(tmp_path: Path) -> Path:
 def test_trace_replay_and_rescale(tmp_path: Path) -> None:
     p = _small_trace(tmp_path)
     wl = make_workload(str(p))
-    assert wl.n == 100 and wl.name == "small" and wl.meta["arrival"] == "replay"
+    assert wl.n == 100
+    assert wl.name == "small"
+    assert wl.meta["arrival"] == "replay"
     cut = make_workload(str(p), duration_s=10.0)
     assert cut.n == 20
     np.testing.assert_array_equal(cut.prompt_tokens, np.arange(1, 21))

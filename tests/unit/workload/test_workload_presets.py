@@ -31,7 +31,10 @@ def test_sampling_matches_recorded_trace_quantiles(name: str) -> None:
     pre = get_preset(name)
     for n in (8400, 200_000):
         p, o = pre.sample_sizes(n, np.random.default_rng(11))
-        assert p.dtype == np.int64 and o.dtype == np.int64 and p.min() >= 1 and o.min() >= 1
+        assert p.dtype == np.int64
+        assert o.dtype == np.int64
+        assert p.min() >= 1
+        assert o.min() >= 1
         cols = {"prompt": p, "output": o}
         for col, q in KEYS:
             want = pre.trace_quantiles[f"{col}_p{q}"]
@@ -73,7 +76,8 @@ def test_sampling_is_deterministic() -> None:
     pre = get_preset("coding")
     a = pre.sample_sizes(1000, np.random.default_rng(4))
     b = pre.sample_sizes(1000, np.random.default_rng(4))
-    assert a[0].tobytes() == b[0].tobytes() and a[1].tobytes() == b[1].tobytes()
+    assert a[0].tobytes() == b[0].tobytes()
+    assert a[1].tobytes() == b[1].tobytes()
     assert pre.sample_sizes(0, np.random.default_rng(0))[0].shape == (0,)
 
 
@@ -89,4 +93,5 @@ def test_regeneration_reproduces_shipped_files(azure_dir: Path, tmp_path: Path) 
 
     assert main([str(azure_dir), str(tmp_path)]) == 0
     for name in PRESETS:
-        assert (tmp_path / f"{name}.toml").read_text() == (data_dir() / "presets" / f"{name}.toml").read_text()
+        shipped = (data_dir() / "presets" / f"{name}.toml").read_text()
+        assert (tmp_path / f"{name}.toml").read_text() == shipped

@@ -95,7 +95,8 @@ def test_many_bad_rows_summarised_in_one_line(tmp_path: Path) -> None:
         read_trace(p)
     msg = str(exc.value)
     assert "\n" not in msg
-    assert msg.startswith(f"{p}:3: ") and "9 more bad rows" in msg
+    assert msg.startswith(f"{p}:3: ")
+    assert "9 more bad rows" in msg
     read = scan_trace(p, skip_bad_rows=True)
     assert [b.line for b in read.bad_rows] == list(range(3, 22, 2))
     assert read.workload.meta["skipped_rows"] == "10"
@@ -150,3 +151,19 @@ def test_shared_azure_traces(azure_dir: Path) -> None:
     assert np.percentile(code.prompt_tokens, 50) == 1469
     assert int(np.max(conv.prompt_tokens)) == 14050
     assert int(np.max(conv.output_tokens)) == 1000
+
+
+@pytest.mark.parametrize("fname", ["AzureLLMInferenceTrace_conv.csv", "rr_code_70_2min.csv"])
+def test_row_by_row_path_agrees_with_fast_path(tmp_path: Path, azure_dir: Path, reference_dir: Path,
+                                               fname: str) -> None:
+    """A single bad row sends the file through the validating path; the good rows must not change."""
+    src = azure_dir / fname if fname.startswith("Azure") else reference_dir / "traces" / fname
+    clean = read_trace(src)
+    text = src.read_text()
+    bad_row = "2099-01-01 00:00:00,5,x\n" if fname.startswith("Azure") else "9,2,0,999,1,5,x\n"
+    dirty = _write(tmp_path, text + ("" if text.endswith("\n") else "\n") + bad_row)
+    read = scan_trace(dirty, skip_bad_rows=True)
+    assert [b.line for b in read.bad_rows] == [clean.n + 2]
+    assert read.workload.arrival_s.tobytes() == clean.arrival_s.tobytes()
+    np.testing.assert_array_equal(read.workload.prompt_tokens, clean.prompt_tokens)
+    np.testing.assert_array_equal(read.workload.output_tokens, clean.output_tokens)

@@ -1,0 +1,91 @@
+"""`splitplan heatmap`: one design over a (prompt, token) grid → parquet and a 3×3 figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def heatmap_command(
+    design: Annotated[str | None, typer.Option(help="Splitwise design (see `splitplan catalog`).")] = None,
+    prompt_range: Annotated[str, typer.Option("--prompt-range", help="Prompt machines A:B.")] = "1:39",
+    token_range: Annotated[str, typer.Option("--token-range", help="Token machines C:D.")] = "1:39",
+    prompt_gpu: Annotated[str | None, typer.Option(help="Custom design: prompt-pool GPU or machine.")] = None,
+    token_gpu: Annotated[str | None, typer.Option(help="Custom design: token-pool GPU or machine.")] = None,
+    prompt_power_cap: Annotated[float, typer.Option(help="Prompt-pool power cap in (0, 1].")] = 1.0,
+    token_power_cap: Annotated[float, typer.Option(help="Token-pool power cap in (0, 1].")] = 1.0,
+    workload: Annotated[str, typer.Option(help="coding, conversation, or a trace CSV.")] = "coding",
+    rate: Annotated[float, typer.Option(help="Request rate, req/s.")] = 70.0,
+    duration: Annotated[float, typer.Option(help="Workload duration, s.")] = 120.0,
+    trace: Annotated[str | None, typer.Option(help="Replay this trace file as is.")] = None,
+    model: Annotated[str, typer.Option(help="Model name.")] = "llama2-70b",
+    perf: Annotated[str | None, typer.Option(help="'analytic' or a profile CSV.")] = None,
+    config: Annotated[Path | None, typer.Option(help="Simulator assumptions (TOML).")] = None,
+    slo: Annotated[Path | None, typer.Option(help="SLO limits (TOML).")] = None,
+    engine: Annotated[str, typer.Option(help="analytic, des, or hybrid (DES near the limit).")] = "analytic",
+    sample_size: Annotated[int | None, typer.Option(help="Requests sampled by the analytic engine.")] = None,
+    jobs: Annotated[int, typer.Option(help="Parallel DES processes.")] = 1,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    out: Annotated[Path | None, typer.Option("--out", help="Write one row per point (parquet).")] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write the 3×3 slowdown figure (PNG).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+) -> None:
+    """Evaluate every (prompt, token) configuration of one design: slowdowns, SLO verdict, optima."""
+    from splitplan import api
+    from splitplan.api._heatmap import parse_range
+    from splitplan.api._simulate import WorkloadRequest, resolve_design
+    from splitplan.cli._common import print_json
+    from splitplan.errors import InputError
+
+    pr = parse_range(prompt_range, "prompt")
+    tr = parse_range(token_range, "token")
+    for what, path, suffix in (("--out", out, ".parquet"), ("--plot", plot, ".png")):
+        if path is not None and path.suffix.lower() != suffix:
+            raise InputError(f"{what} must name a {suffix} file, got {path}")
+    d = resolve_design(design, prompt_gpu=prompt_gpu, token_gpu=token_gpu,
+                       prompt_power_cap=prompt_power_cap, token_power_cap=token_power_cap)
+    scenario = api.build_scenario(
+        workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration, trace=trace),
+        model=model, perf=perf, config=config, slo=slo, seed=seed,
+    )
+    result = api.heatmap(d, scenario, pr, tr, engine, sample_size=sample_size, jobs=jobs)
+    if out is not None:
+        result.write_parquet(out)
+    if plot is not None:
+        result.plot(plot)
+    if json_out:
+        doc = result.to_json()
+        doc["out"] = None if out is None else str(out)
+        doc["plot"] = None if plot is None else str(plot)
+        print_json(doc)
+        return
+    _render(result, out, plot)
+
+
+def _render(result, out: Path | None, plot: Path | None) -> None:
+    from splitplan.cli._common import console
+
+    con = console()
+    n = len(result.prompt_machines)
+    feasible = int(result.meets_slo.sum())
+    con.print(f"[bold]{result.design.name}[/bold]: {n} configurations "
+              f"({result.prompt_values[0]}–{result.prompt_values[-1]} prompt × "
+              f"{result.token_values[0]}–{result.token_values[-1]} token), engine {result.engine}"
+              + (f" ({result.des_points} decided by the DES)" if result.des_points else "")
+              + f", {result.wall_s:.2f} s")
+    if feasible == 0:
+        con.print("[red]no configuration in the grid meets all nine SLOs[/red]")
+    else:
+        con.print(f"{feasible} of {n} meet all nine SLOs")
+        for label, pt in (("cost-optimal", result.cost_optimal), ("power-optimal", result.power_optimal)):
+            con.print(f"  {label}: {pt.prompt_machines} prompt + {pt.token_machines} token, "
+                      f"${pt.cost_usd_per_h:,.2f}/h, {pt.power_kw:,.2f} kW")
+    for label, path in (("table", out), ("figure", plot)):
+        if path is not None:
+            con.print(f"{label} written to {path}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("heatmap")(heatmap_command)

@@ -1,0 +1,138 @@
+"""`splitplan search`: the best configuration of each design meeting all nine SLOs."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+
+class _LazyProgress:
+    """A rich progress bar on stderr that appears only once the work has lasted a second."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.t0 = time.perf_counter()
+        self.total = 0
+        self.done = 0
+        self._bar: Any = None
+        self._task: Any = None
+
+    def add(self, total: int) -> None:
+        self.total += total
+        self._update()
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        self._update()
+
+    def _update(self) -> None:
+        if not self.enabled:
+            return
+        if self._bar is None and time.perf_counter() - self.t0 > 1.0:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=Console(file=sys.stderr), transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task("search", total=self.total)
+        if self._bar is not None:
+            self._bar.update(self._task, total=self.total, completed=self.done)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def search_command(
+    design: Annotated[list[str] | None, typer.Option(
+        "--design", help="Design to search (repeatable): baseline-a100, baseline-h100, splitwise-aa, "
+        "splitwise-hh, splitwise-ha, splitwise-hhcap. Default: all six.")] = None,
+    prompt_gpu: Annotated[list[str] | None, typer.Option(
+        "--prompt-gpu", help="Custom design: prompt-pool GPU/machine (repeat to search over types).")] = None,
+    token_gpu: Annotated[list[str] | None, typer.Option(
+        "--token-gpu", help="Custom design: token-pool GPU/machine (repeatable).")] = None,
+    prompt_power_cap: Annotated[str, typer.Option(help="Prompt-pool cap: 0.7, or LO:HI to search.")] = "1.0",
+    token_power_cap: Annotated[str, typer.Option(help="Token-pool cap: 0.7, or LO:HI to search.")] = "1.0",
+    prompt_range: Annotated[str | None, typer.Option(help="Prompt machines A:B (baseline: N).")] = None,
+    token_range: Annotated[str | None, typer.Option(help="Token machines A:B.")] = None,
+    workload: Annotated[str, typer.Option(help="coding, conversation or a trace CSV.")] = "coding",
+    rate: Annotated[float, typer.Option(help="Target request rate, req/s.")] = 70.0,
+    duration: Annotated[float, typer.Option(help="Workload duration, s.")] = 120.0,
+    model: Annotated[str, typer.Option(help="Model name.")] = "llama2-70b",
+    objective: Annotated[str, typer.Option(help="cost, power or throughput.")] = "cost",
+    power_budget_kw: Annotated[float | None, typer.Option(help="Provisioned power budget, kW.")] = None,
+    cost_budget_usd_per_h: Annotated[float | None, typer.Option(help="Cost budget, $/h.")] = None,
+    budget: Annotated[str | None, typer.Option(help="iso-power or iso-cost (40 DGX-H100).")] = None,
+    max_machines: Annotated[int | None, typer.Option(help="Cap on machines per pool.")] = None,
+    engine: Annotated[str, typer.Option(help="hybrid (default), analytic, or des (exhaustive).")] = "hybrid",
+    method: Annotated[str, typer.Option(help="auto, grid or optuna.")] = "auto",
+    trials: Annotated[int, typer.Option(help="Optuna trials per design.")] = 200,
+    band: Annotated[float, typer.Option(help="Hybrid: analytic-margin band re-checked with the DES.")] = 0.3,
+    slo: Annotated[Path | None, typer.Option(help="SLO limits (TOML).")] = None,
+    perf: Annotated[str | None, typer.Option(help="'analytic' or a profile CSV.")] = None,
+    config: Annotated[Path | None, typer.Option(help="Simulator assumptions (TOML).")] = None,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    jobs: Annotated[int, typer.Option(help="Parallel worker processes.")] = 1,
+    backend: Annotated[str, typer.Option(help="loky (local processes) or dask.")] = "loky",
+    scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address.")] = None,
+    storage: Annotated[str | None, typer.Option(
+        help="Keep finished work here (a SQLite path or any Optuna storage URL) so reruns resume.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write every evaluated point (parquet).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+) -> None:
+    """Find the best configuration of each design that meets all nine SLOs."""
+    from splitplan import api
+    from splitplan.api._simulate import WorkloadRequest
+    from splitplan.cli._common import console, print_json
+    from splitplan.report.render import search_summary, search_table
+    from splitplan.report.tables import points_table, write_parquet_atomic
+    from splitplan.search import SearchInterrupted
+
+    if out is not None and out.suffix.lower() != ".parquet":
+        from splitplan.errors import InputError
+
+        raise InputError(f"--out must end in .parquet, got {out.name}")
+    req = api.SearchRequest(
+        designs=tuple(design or ()), prompt_gpus=tuple(prompt_gpu or ()), token_gpus=tuple(token_gpu or ()),
+        prompt_power_cap=prompt_power_cap, token_power_cap=token_power_cap, prompt_range=prompt_range,
+        token_range=token_range, max_machines=max_machines,
+        workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration),
+        model=model, perf=perf, config=config, slo=slo, objective=objective, power_budget_kw=power_budget_kw,
+        cost_budget_usd_per_h=cost_budget_usd_per_h, budget=budget, engine=engine, method=method,
+        trials=trials, band=band, seed=seed, jobs=jobs, backend=backend, scheduler=scheduler, storage=storage)
+    progress = _LazyProgress(enabled=sys.stderr.isatty())
+    meta = {"objective": objective, "engine": engine, "seed": seed, "workload": workload, "rate_rps": rate}
+    try:
+        outcome = api.search(req, progress=progress)
+    except SearchInterrupted as exc:
+        progress.close()
+        kept = []
+        if out is not None and exc.points:
+            write_parquet_atomic(points_table(exc.points, partial=True, **meta), out)
+            kept.append(f"{len(exc.points)} evaluated points written to {out}")
+        if storage is not None:
+            kept.append(f"finished DES runs kept in {storage}; rerun the same command to resume")
+        msg = "; ".join(kept) if kept else "nothing was kept (use --storage to make searches resumable)"
+        print(f"splitplan: search interrupted after {exc.des_evaluations} DES runs — {msg}", file=sys.stderr)
+        raise  # the entry point turns the interrupt into exit code 130
+    finally:
+        progress.close()
+    if out is not None:
+        write_parquet_atomic(points_table(outcome.points, **meta), out)
+    if json_out:
+        print_json(outcome.to_json())
+        return
+    con = console()
+    con.print(search_table(outcome))
+    con.print(search_summary(outcome))
+    if out is not None:
+        con.print(f"{outcome.evaluated_points} points written to {out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("search")(search_command)

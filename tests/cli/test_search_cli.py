@@ -1,0 +1,181 @@
+"""`splitplan search`: JSON contract, exit codes, parquet output, Ctrl-C, CLI ↔ API equivalence."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "search"))
+from search_fakes import FakeEvaluator
+
+import splitplan.api._search as api_search
+from splitplan import api
+from splitplan.cli import main
+from splitplan.slo import SLO_KEYS
+
+RESULT_KEYS = {"design", "prompt_machines", "token_machines", "machines", "prompt_gpu", "token_gpu",
+               "prompt_power_cap", "token_power_cap", "cost_usd_per_h", "power_kw", "rate_rps",
+               "meets_slo", "verified_by", "slowdown"}
+SMALL = ["--design", "splitwise-hh", "--design", "baseline-h100", "--prompt-range", "10:16",
+         "--token-range", "3:6"]
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeEvaluator:
+    ev = FakeEvaluator(bias=0.1)
+    monkeypatch.setattr(api_search, "SimEvaluator", lambda _scenario: ev)
+    return ev
+
+
+def run_json(capsys: pytest.CaptureFixture[str], args: list[str]) -> dict:
+    code = main(["search", *args, "--json"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    return json.loads(out)
+
+
+def test_json_keys_on_the_real_simulators(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = run_json(capsys, SMALL)
+    assert {"results", "best", "evaluated_points", "wall_s"} <= set(doc)
+    hh, base = doc["results"]
+    assert set(hh) >= RESULT_KEYS
+    assert set(hh["slowdown"]) == set(SLO_KEYS)
+    assert hh["design"] == "splitwise-hh"
+    assert hh["meets_slo"]
+    assert hh["verified_by"] == "des"
+    assert hh["machines"] == hh["prompt_machines"] + hh["token_machines"]
+    assert base["prompt_machines"] is None
+    assert base["token_machines"] is None
+    assert doc["best"]["design"] == "splitwise-hh"
+    assert doc["evaluated_points"] == 7 * 4 + 7
+
+
+def test_cli_and_api_agree(capsys: pytest.CaptureFixture[str], fake: FakeEvaluator) -> None:
+    doc = run_json(capsys, ["--design", "splitwise-aa", "--design", "baseline-a100", "--seed", "3"])
+    ref = api.search(api.SearchRequest(designs=("splitwise-aa", "baseline-a100"), seed=3)).to_json()
+    doc.pop("wall_s"), ref.pop("wall_s")
+    assert doc == ref
+    assert doc["best"]["design"] in ("splitwise-aa", "baseline-a100")
+    assert doc["savings_vs_best_baseline"] is not None
+
+
+@pytest.mark.parametrize("args", [
+    ["--objective", "banana"],
+    ["--engine", "exhaustive"],
+    ["--design", "splitwise-xx"],
+    ["--out", "points.csv"],
+    ["--objective", "throughput"],            # needs a budget
+    ["--budget", "iso-banana", "--objective", "throughput"],
+    ["--prompt-range", "9:3"],
+    ["--jobs", "0"],
+    ["--backend", "dask"],                    # needs --scheduler
+    ["--prompt-gpu", "h100", "--prompt-power-cap", "1.5"],
+])
+def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], fake: FakeEvaluator,
+                                          args: list[str]) -> None:
+    assert main(["search", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("splitplan: error:")
+    assert "\n" not in err
+
+
+def test_no_feasible_configuration_is_a_result(capsys: pytest.CaptureFixture[str],
+                                               fake: FakeEvaluator) -> None:
+    doc = run_json(capsys, ["--design", "splitwise-aa", "--cost-budget-usd-per-h", "100"])
+    r = doc["results"][0]
+    assert r["meets_slo"] is False
+    assert r["prompt_machines"] is None
+    assert r["cost_usd_per_h"] is None
+    assert doc["best"] is None
+    assert main(["search", "--design", "splitwise-aa", "--cost-budget-usd-per-h", "100"]) == 0
+    assert "No design meets all nine SLOs" in capsys.readouterr().out
+
+
+def test_out_writes_every_point_with_how_it_was_decided(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       fake: FakeEvaluator) -> None:
+    out = tmp_path / "points.parquet"
+    assert main(["search", "--design", "splitwise-hh", "--out", str(out)]) == 0
+    table = pq.read_table(out)
+    assert table.num_rows == 39 * 39
+    assert set(table.column("decided_by").to_pylist()) <= {"des", "dominance"}
+    assert table.schema.metadata[b"engine"] == b"hybrid"
+    assert "points written" in capsys.readouterr().out
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_throughput_with_the_iso_power_budget(capsys: pytest.CaptureFixture[str],
+                                              fake: FakeEvaluator) -> None:
+    doc = run_json(capsys, ["--design", "splitwise-hh", "--design", "baseline-a100", "--objective",
+                            "throughput", "--budget", "iso-power"])
+    hh, base = doc["results"]
+    assert hh["machines"] == 40
+    assert base["machines"] == 70
+    assert hh["rate_rps"] > 0
+    assert hh["prompt_machines"] + hh["token_machines"] == 40
+
+
+def test_ctrl_c_keeps_finished_work(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                    fake: FakeEvaluator) -> None:
+    from typer.testing import CliRunner
+
+    from splitplan.cli import app
+
+    fake.fail_after = 10
+    out, db = tmp_path / "p.parquet", tmp_path / "s.db"
+    args = ["search", "--design", "splitwise-hh", "--out", str(out), "--storage", str(db)]
+    res = CliRunner().invoke(app, args)
+    err = res.stderr
+    assert res.exit_code == 130
+    assert "interrupted after 10 DES runs" in err
+    assert "rerun the same command to resume" in err
+    assert pq.read_table(out).num_rows == 10
+    fake.fail_after = None
+    n_before = len(fake.calls)
+    assert main(["search", "--design", "splitwise-hh", "--storage", str(db), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["des_evaluations"] == len(fake.calls) - n_before
+    assert doc["results"][0]["meets_slo"]
+
+
+def _stored_points(db: Path) -> int:
+    import sqlite3
+
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(db) as con:
+            return int(con.execute("select count(*) from study_user_attributes").fetchone()[0])
+    except sqlite3.OperationalError:  # tables not created yet
+        return 0
+
+
+def test_killed_search_resumes_from_storage(tmp_path: Path) -> None:
+    """A search killed (SIGKILL) midway resumes from --storage: no finished point is re-run and the
+    answer equals an uninterrupted run's."""
+    import signal
+    import subprocess
+    import time
+
+    args = [sys.executable, "-m", "splitplan", "search", "--design", "splitwise-hh", "--prompt-range",
+            "10:20", "--token-range", "2:8", "--engine", "des", "--json"]
+    ref = json.loads(subprocess.run([*args, "--storage", str(tmp_path / "a.db")], check=True,
+                                    capture_output=True, text=True).stdout)
+    db = tmp_path / "b.db"
+    proc = subprocess.Popen([*args, "--storage", str(db)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while _stored_points(db) < 10 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    kept = _stored_points(db)
+    assert 10 <= kept < 77
+    doc = json.loads(subprocess.run([*args, "--storage", str(db)], check=True, capture_output=True,
+                                    text=True).stdout)
+    assert doc["des_evaluations"] == 77 - kept
+    assert ref["des_evaluations"] == 77
+    assert doc["results"] == ref["results"]

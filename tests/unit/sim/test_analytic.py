@@ -1,0 +1,220 @@
+"""The analytic evaluator: queueing formulas, invariants over the grid, and input handling."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from splitplan.catalog import get_model
+from splitplan.design import ClusterConfig, get_design
+from splitplan.errors import InputError, ModelDoesNotFitError
+from splitplan.sim import analytic
+from splitplan.sim._queueing import bisect_increasing, erlang_c, mgc_wait, row_percentiles
+from splitplan.sim.analytic import AnalyticBatch, evaluate_grid, simulate_analytic
+from splitplan.sim.config import SimConfig
+from splitplan.sim.scenario import Scenario
+from splitplan.slo import SLO_KEYS
+from splitplan.workload import make_workload
+
+
+@pytest.fixture(scope="module")
+def coding() -> Scenario:
+    wl = make_workload("coding", rate_rps=70, duration_s=60, seed=0)
+    return Scenario(workload=wl, model=get_model("llama2-70b"))
+
+
+def grid(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    v = np.arange(lo, hi + 1)
+    P, T = np.meshgrid(v, v, indexing="ij")
+    return P.ravel(), T.ravel()
+
+
+# --- queueing formulas -----------------------------------------------------------------------
+
+
+def erlang_c_direct(c: int, a: float) -> float:
+    terms = sum(a**k / math.factorial(k) for k in range(c))
+    top = a**c / math.factorial(c) * c / (c - a)
+    return top / (terms + top)
+
+
+@pytest.mark.parametrize(("c", "a"), [(1, 0.5), (2, 1.2), (5, 3.9), (12, 10.0), (30, 27.5)])
+def test_erlang_c_matches_the_closed_form(c: int, a: float) -> None:
+    assert erlang_c(np.array([c]), np.array([a]))[0] == pytest.approx(erlang_c_direct(c, a), rel=1e-9)
+
+
+def test_erlang_c_single_server_is_utilization_and_overload_is_certain_wait() -> None:
+    rho = np.array([0.1, 0.5, 0.9])
+    assert np.allclose(erlang_c(np.ones(3, dtype=int), rho), rho)
+    assert np.all(erlang_c(np.array([3, 4]), np.array([3.0, 5.0])) == 1.0)
+
+
+@given(st.integers(1, 60), st.floats(0.01, 0.99), st.floats(0.01, 0.99))
+def test_erlang_c_is_a_probability_increasing_with_load(c: int, r1: float, r2: float) -> None:
+    lo, hi = sorted((r1, r2))
+    p = erlang_c(np.array([c, c]), np.array([lo * c, hi * c]))
+    assert np.all((p >= 0) & (p <= 1))
+    assert p[0] <= p[1] + 1e-12
+
+
+def test_mgc_wait_reduces_to_mm1_mean() -> None:
+    lam, es = 0.8, 1.0
+    pw, cond, rho = mgc_wait(np.array([lam]), np.array([es]), 1.0, np.array([1]))
+    assert rho[0] == pytest.approx(0.8)
+    assert pw[0] * cond[0] == pytest.approx(lam * es / (1 - lam * es) * es)  # M/M/1: ρ/(μ − λ)
+
+
+@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=2, max_size=300))
+@settings(max_examples=60)
+def test_row_percentiles_match_numpy(values: list[float]) -> None:
+    x = np.array([values, values[::-1]])
+    ours = row_percentiles(x, (50, 90, 99))
+    ref = np.percentile(x, [50, 90, 99], axis=1)
+    assert np.allclose(ours, ref, rtol=1e-12, atol=1e-9)
+
+
+def test_bisect_finds_roots_and_clamps_when_there_is_none() -> None:
+    target = np.array([2.0, 5.0, 50.0])
+    root = bisect_increasing(lambda x: x**2 - target, np.zeros(3), np.full(3, 6.0))
+    assert np.allclose(root[:2], np.sqrt(target[:2]), atol=1e-9)
+    assert root[2] == pytest.approx(6.0)
+
+
+# --- the evaluator ---------------------------------------------------------------------------
+
+
+def test_grid_has_every_field_per_point_and_no_nans(coding: Scenario) -> None:
+    P, T = grid(1, 20)
+    b = evaluate_grid(get_design("splitwise-hh"), P, T, coding)
+    assert isinstance(b, AnalyticBatch)
+    assert len(b) == len(P)
+    for arr in (*b.slowdown.values(), *b.latency_s.values(), b.margin, b.utilization_prompt,
+                b.utilization_token, b.cost_usd_per_h, b.power_kw):
+        assert arr.shape == P.shape
+        assert not np.any(np.isnan(arr))
+    assert set(b.slowdown) == set(SLO_KEYS) == set(b.latency_s)
+    assert not np.any(b.meets_slo & ~b.stable)
+    assert np.array_equal(b.meets_slo, b.stable & (b.margin >= 0))
+    assert b.meets_slo.any()
+    assert (~b.meets_slo).any()
+    d = get_design("splitwise-hh")
+    assert np.allclose(b.cost_usd_per_h, P * d.prompt.cost_usd_per_h + T * d.token.cost_usd_per_h)
+
+
+def test_too_few_machines_are_unstable_and_fail_with_finite_numbers(coding: Scenario) -> None:
+    b = evaluate_grid(get_design("splitwise-hh"), np.array([1, 2, 40]), np.array([1, 1, 40]), coding)
+    assert not b.stable[0]
+    assert not b.meets_slo[0]
+    assert np.all(np.isfinite(b.margin))
+    assert b.margin[0] < 0
+    assert b.stable[2]
+    assert b.meets_slo[2]
+    assert max(b.utilization_prompt[0], b.utilization_token[0]) >= 1.0
+
+
+def test_more_machines_never_hurt_far_from_the_frontier(coding: Scenario) -> None:
+    d = get_design("splitwise-hh")
+    tokens = np.arange(3, 40)
+    b = evaluate_grid(d, np.full(len(tokens), 30), tokens, coding)
+    assert np.all(np.diff(b.slowdown["tbt_p50"]) <= 1e-9)
+    prompts = np.arange(16, 40)
+    b = evaluate_grid(d, prompts, np.full(len(prompts), 10), coding)
+    assert np.all(np.diff(b.slowdown["ttft_p90"]) <= 1e-9)
+    assert np.all(np.diff(b.utilization_prompt) < 0)
+
+
+def test_rate_scale_raises_load(coding: Scenario) -> None:
+    d = get_design("splitwise-ha")
+    scales = np.array([0.25, 0.5, 1.0, 2.0, 4.0])
+    b = evaluate_grid(d, np.full(5, 20), np.full(5, 20), coding, rate_scale=scales)
+    assert np.all(np.diff(b.utilization_prompt) > 0)
+    assert np.all(np.diff(b.utilization_token) > 0)
+    assert np.allclose(b.rate_rps / scales, b.rate_rps[0] / scales[0])
+    assert b.meets_slo[0]
+    assert not b.meets_slo[-1]
+    scalar = evaluate_grid(d, np.array([20]), np.array([20]), coding, rate_scale=2.0)
+    assert scalar.slowdown["e2e_p90"][0] == b.slowdown["e2e_p90"][3]
+
+
+def test_results_are_deterministic_and_do_not_depend_on_chunking(coding: Scenario,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    d = get_design("splitwise-hh")
+    P, T = grid(5, 15)
+    a = evaluate_grid(d, P, T, coding)
+    b = evaluate_grid(d, P, T, coding)
+    monkeypatch.setattr(analytic, "CHUNK_ELEMENTS", 700)
+    c = evaluate_grid(d, P, T, coding)
+    for k in SLO_KEYS:
+        assert np.array_equal(a.slowdown[k], b.slowdown[k])
+        assert np.array_equal(a.slowdown[k], c.slowdown[k])
+    assert np.array_equal(a.meets_slo, c.meets_slo)
+
+
+def test_baselines_evaluate_and_improve_with_machines(coding: Scenario) -> None:
+    d = get_design("baseline-h100")
+    n = np.array([5, 10, 20, 30, 40, 60])
+    b = evaluate_grid(d, n, np.zeros(len(n), dtype=int), coding)
+    assert not b.stable[0]
+    assert not b.meets_slo[0]
+    assert all(np.isfinite(v).all() for v in (*b.slowdown.values(), b.utilization_token, b.margin))
+    assert b.meets_slo[-1]
+    assert np.all(np.diff(b.slowdown["tbt_p90"][1:]) < 0)
+    r = b.result(5)
+    assert r.config.design.is_baseline
+    assert r.config.machines == 60
+
+
+def test_result_and_simulate_analytic_give_a_simresult(coding: Scenario) -> None:
+    d = get_design("splitwise-hh")
+    cfg = ClusterConfig(design=d, prompt_machines=20, token_machines=5)
+    r = simulate_analytic(cfg, coding)
+    b = evaluate_grid(d, np.array([20]), np.array([5]), coding)
+    assert r.engine == "analytic"
+    assert r.config == cfg
+    assert r.slowdown == {k: float(b.slowdown[k][0]) for k in SLO_KEYS}
+    assert r.meets_slo == bool(b.meets_slo[0])
+    assert r.verdict.headroom == pytest.approx(float(b.margin[0]))
+    json.dumps(r.to_json(), allow_nan=False)
+    with pytest.raises(IndexError):
+        b.result(1)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "token", "match"),
+    [([0], [1], "≥ 1"), ([2.5], [1], "integers"), ([1, 2], [1, 2, 3], "matching"), ([[1]], [[1]], "1-D")],
+)
+def test_bad_pool_sizes_are_input_errors(coding: Scenario, prompt, token, match: str) -> None:
+    with pytest.raises(InputError, match=match):
+        evaluate_grid(get_design("splitwise-hh"), np.array(prompt), np.array(token), coding)
+
+
+def test_other_bad_inputs_are_input_errors(coding: Scenario) -> None:
+    one = np.array([10])
+    with pytest.raises(InputError, match="baseline"):
+        evaluate_grid(get_design("baseline-a100"), one, one, coding)
+    with pytest.raises(InputError, match="rate_scale"):
+        evaluate_grid(get_design("splitwise-hh"), one, one, coding, rate_scale=-1.0)
+    with pytest.raises(InputError, match="sample_size"):
+        evaluate_grid(get_design("splitwise-hh"), one, one, coding, sample_size=3)
+
+
+def test_a_model_that_does_not_fit_raises_up_front(coding: Scenario) -> None:
+    from dataclasses import replace
+
+    huge = replace(coding, sim=SimConfig(weight_bytes={"llama2-70b": 1e13}))
+    with pytest.raises(ModelDoesNotFitError):
+        evaluate_grid(get_design("splitwise-hh"), np.array([10]), np.array([10]), huge)
+
+
+def test_sample_size_controls_the_sample(coding: Scenario) -> None:
+    d = get_design("splitwise-hh")
+    small = evaluate_grid(d, np.array([20]), np.array([5]), coding, sample_size=64)
+    full = evaluate_grid(d, np.array([20]), np.array([5]), coding, sample_size=10**6)
+    assert small.sample_size == 64
+    assert full.sample_size == coding.workload.n
+    assert small.slowdown["ttft_p50"][0] == pytest.approx(full.slowdown["ttft_p50"][0], rel=0.2)

@@ -161,6 +161,6 @@ def search(req: SearchRequest | None = None, *, progress: ProgressSink | None = 
         scenario.workload.rate_rps
     problem = build_problem(req, float(rate))
     runner = Runner(jobs=req.jobs, backend=req.backend, scheduler=req.scheduler)
-    store = PointStore(req.storage, scenario_fingerprint(scenario))
-    return run_search(problem, evaluator or SimEvaluator(scenario), runner=runner, store=store,
-                      progress=progress)
+    with PointStore(req.storage, scenario_fingerprint(scenario)) as store:
+        return run_search(problem, evaluator or SimEvaluator(scenario), runner=runner, store=store,
+                          progress=progress)

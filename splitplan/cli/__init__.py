@@ -58,6 +58,9 @@ def _register() -> None:
     from splitplan.cli import heatmap
 
     heatmap.register(app)
+    from splitplan.cli import reproduce
+
+    reproduce.register(app)
 
 
 _register()
@@ -66,7 +69,9 @@ _register()
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: one line on stderr and exit 2 for bad input, never a traceback."""
     try:
-        app(args=argv, standalone_mode=False)
+        rv = app(args=argv, standalone_mode=False)
+        if isinstance(rv, int):  # a command's own exit code (e.g. 130 after Ctrl-C kept partial work)
+            return rv
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
     except typer.Abort:

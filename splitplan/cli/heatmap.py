@@ -7,30 +7,47 @@ from typing import Annotated
 
 import typer
 
+from splitplan.cli._common import (
+    ConfigOpt,
+    DurationOpt,
+    JsonOpt,
+    ModelOpt,
+    PerfOpt,
+    PromptCapOpt,
+    PromptGpuOpt,
+    RateOpt,
+    SeedOpt,
+    SloOpt,
+    TokenCapOpt,
+    TokenGpuOpt,
+    TraceOpt,
+    WorkloadOpt,
+)
+
 
 def heatmap_command(
     design: Annotated[str | None, typer.Option(help="Splitwise design (see `splitplan catalog`).")] = None,
     prompt_range: Annotated[str, typer.Option("--prompt-range", help="Prompt machines A:B.")] = "1:39",
     token_range: Annotated[str, typer.Option("--token-range", help="Token machines C:D.")] = "1:39",
-    prompt_gpu: Annotated[str | None, typer.Option(help="Custom design: prompt-pool GPU or machine.")] = None,
-    token_gpu: Annotated[str | None, typer.Option(help="Custom design: token-pool GPU or machine.")] = None,
-    prompt_power_cap: Annotated[float, typer.Option(help="Prompt-pool power cap in (0, 1].")] = 1.0,
-    token_power_cap: Annotated[float, typer.Option(help="Token-pool power cap in (0, 1].")] = 1.0,
-    workload: Annotated[str, typer.Option(help="coding, conversation, or a trace CSV.")] = "coding",
-    rate: Annotated[float, typer.Option(help="Request rate, req/s.")] = 70.0,
-    duration: Annotated[float, typer.Option(help="Workload duration, s.")] = 120.0,
-    trace: Annotated[str | None, typer.Option(help="Replay this trace file as is.")] = None,
-    model: Annotated[str, typer.Option(help="Model name.")] = "llama2-70b",
-    perf: Annotated[str | None, typer.Option(help="'analytic' or a profile CSV.")] = None,
-    config: Annotated[Path | None, typer.Option(help="Simulator assumptions (TOML).")] = None,
-    slo: Annotated[Path | None, typer.Option(help="SLO limits (TOML).")] = None,
+    prompt_gpu: PromptGpuOpt = None,
+    token_gpu: TokenGpuOpt = None,
+    prompt_power_cap: PromptCapOpt = 1.0,
+    token_power_cap: TokenCapOpt = 1.0,
+    workload: WorkloadOpt = "coding",
+    rate: RateOpt = 70.0,
+    duration: DurationOpt = 120.0,
+    trace: TraceOpt = None,
+    model: ModelOpt = "llama2-70b",
+    perf: PerfOpt = None,
+    config: ConfigOpt = None,
+    slo: SloOpt = None,
     engine: Annotated[str, typer.Option(help="analytic, des, or hybrid (DES near the limit).")] = "analytic",
     sample_size: Annotated[int | None, typer.Option(help="Requests sampled by the analytic engine.")] = None,
     jobs: Annotated[int, typer.Option(help="Parallel DES processes.")] = 1,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    seed: SeedOpt = 0,
     out: Annotated[Path | None, typer.Option("--out", help="Write one row per point (parquet).")] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write the 3×3 slowdown figure (PNG).")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Evaluate every (prompt, token) configuration of one design: slowdowns, SLO verdict, optima."""
     from splitplan import api

@@ -7,9 +7,22 @@ from typing import Annotated
 
 import typer
 
-WorkloadOpt = Annotated[
-    str, typer.Option("--workload", help="coding, conversation, or a trace CSV to resample.")
-]
+from splitplan.cli._common import (
+    ConfigOpt,
+    DurationOpt,
+    JsonOpt,
+    ModelOpt,
+    PerfOpt,
+    PromptCapOpt,
+    PromptGpuOpt,
+    RateOpt,
+    SeedOpt,
+    SloOpt,
+    TokenCapOpt,
+    TokenGpuOpt,
+    TraceOpt,
+    WorkloadOpt,
+)
 
 
 def simulate_command(
@@ -17,22 +30,22 @@ def simulate_command(
     prompt: Annotated[int | None, typer.Option("--prompt", help="Prompt machines (split designs).")] = None,
     token: Annotated[int | None, typer.Option("--token", help="Token machines (Splitwise designs).")] = None,
     machines: Annotated[int | None, typer.Option(help="Machines of a baseline design.")] = None,
-    prompt_gpu: Annotated[str | None, typer.Option(help="Custom design: prompt-pool GPU or machine.")] = None,
-    token_gpu: Annotated[str | None, typer.Option(help="Custom design: token-pool GPU or machine.")] = None,
-    prompt_power_cap: Annotated[float, typer.Option(help="Prompt-pool power cap in (0, 1].")] = 1.0,
-    token_power_cap: Annotated[float, typer.Option(help="Token-pool power cap in (0, 1].")] = 1.0,
+    prompt_gpu: PromptGpuOpt = None,
+    token_gpu: TokenGpuOpt = None,
+    prompt_power_cap: PromptCapOpt = 1.0,
+    token_power_cap: TokenCapOpt = 1.0,
     workload: WorkloadOpt = "coding",
-    rate: Annotated[float, typer.Option(help="Request rate, req/s.")] = 70.0,
-    duration: Annotated[float, typer.Option(help="Workload duration, s.")] = 120.0,
-    trace: Annotated[str | None, typer.Option(help="Replay this trace file as is.")] = None,
-    model: Annotated[str, typer.Option(help="Model name.")] = "llama2-70b",
-    perf: Annotated[str | None, typer.Option(help="'analytic' or a profile CSV.")] = None,
-    config: Annotated[Path | None, typer.Option(help="Simulator assumptions (TOML).")] = None,
-    slo: Annotated[Path | None, typer.Option(help="SLO limits (TOML).")] = None,
+    rate: RateOpt = 70.0,
+    duration: DurationOpt = 120.0,
+    trace: TraceOpt = None,
+    model: ModelOpt = "llama2-70b",
+    perf: PerfOpt = None,
+    config: ConfigOpt = None,
+    slo: SloOpt = None,
     engine: Annotated[str, typer.Option(help="des or analytic.")] = "des",
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    seed: SeedOpt = 0,
     requests_out: Annotated[Path | None, typer.Option(help="Write per-request results (parquet).")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Simulate one cluster configuration and check all nine SLOs."""
     from splitplan import api

@@ -10,7 +10,10 @@ from splitplan.slo import SLO_KEYS
 
 SCHEMA_VERSION = "1"
 
-# one row per evaluated point of a search: how it was decided ("des", "dominance", "analytic")
+# One row per evaluated point of a search. `decided_by`: "des" (simulated), "dominance" (implied by
+# a DES-decided point with more machines that fails, or fewer that passes), "analytic" (screen only).
+# The nine slowdown columns are DES values where decided_by == "des", the analytic screen's
+# otherwise; `rate_rps` is the load the point was judged at (throughput searches probe many).
 SEARCH_COLUMNS: tuple[str, ...] = POINT_KEYS + SLO_KEYS
 
 _INT = ("prompt_machines", "token_machines", "machines")

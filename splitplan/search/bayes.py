@@ -12,8 +12,12 @@ whose asking was cut short) and continues; the answer equals an uninterrupted ru
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import math
+import os
+import socket
+import uuid
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,6 +32,8 @@ if TYPE_CHECKING:
     from splitplan.search.run import _Ctx
 
 BATCH = 16
+STALE_S = 600.0  # a RUNNING trial of another host older than this is taken over
+OWNERLESS_GRACE_S = 30.0
 CONFIRM_GROUP = 2  # DES confirmations per round; fixed so results do not depend on --jobs
 
 
@@ -94,6 +100,8 @@ def _penalized(value: float, cons: list[float], objective: str) -> float:
 
 def _set_constraints(trial: Any, cons: list[float]) -> None:
     """Report constraints to the sampler (Optuna ≥ 5: set_constraint) and keep a copy we read back."""
+    if "constraints" in trial.user_attrs:
+        return  # set before an interruption; Optuna refuses to overwrite constraints
     trial.set_user_attr("constraints", cons)
     if hasattr(trial, "set_constraint"):
         for i, c in enumerate(cons):
@@ -122,53 +130,96 @@ def _evaluate(ctx: _Ctx, space: DesignSpace, trial: Any) -> tuple[float, list[fl
     return value, cons
 
 
+def _owner_token() -> str:
+    """Who is running a trial: host, process id and a per-run nonce (an in-process rerun after
+    Ctrl-C has the same pid but a new nonce)."""
+    return f"{socket.gethostname()}|{os.getpid()}|{uuid.uuid4().hex}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _is_stale(frozen: Any, me: str) -> bool:
+    """A RUNNING trial nobody is working on: its owner's process is gone (same host), it belongs to
+    an earlier run of this process, or (another host) it has been running for over STALE_S."""
+    owner = str(frozen.user_attrs.get("owner", ""))
+    host, pid, nonce = [*owner.split("|"), "", "", ""][:3]
+    my_host, my_pid, my_nonce = me.split("|")
+    started = frozen.datetime_start
+    age_s = math.inf if started is None else (datetime.datetime.now() - started).total_seconds()
+    if not owner:
+        # its asker sets the owner right after asking; give it that moment before taking over
+        return age_s > OWNERLESS_GRACE_S
+    if host == my_host:
+        if pid == my_pid:
+            return nonce != my_nonce
+        return not _pid_alive(int(pid))
+    return age_s > STALE_S
+
+
+def _sampler(pb: Any, number: int) -> Any:
+    """A sampler seeded by (seed, trial number): a trial's parameters depend only on the seed, its
+    number and the history told before its batch — so a resumed batch draws what the uninterrupted
+    run drew, and workers sharing a study draw different trials."""
+    import optuna
+
+    seed = int.from_bytes(hashlib.sha256(f"{pb.seed}:{number}".encode()).digest()[:4], "little")
+    return optuna.samplers.TPESampler(seed=seed, multivariate=True,
+                                      n_startup_trials=min(20, max(pb.trials // 4, 4)))
+
+
 def _run_trials(ctx: _Ctx, space: DesignSpace) -> Any:
+    """Ask/tell in batches of BATCH: all trials of a batch are asked (parameters drawn at ask time)
+    before any is evaluated and told, so the sampler's history only ever grows by whole batches."""
     import optuna
     from optuna.trial import TrialState
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     pb = ctx.problem
+    me = _owner_token()
     direction = "maximize" if pb.objective == "throughput" else "minimize"
-    storage = ctx.store.optuna_storage
-    study = optuna.create_study(storage=storage, study_name=_study_name(ctx, space), direction=direction,
-                                load_if_exists=True)
-    trials = study.get_trials(deepcopy=False)
-    # finish a batch that was fully asked but partly told; abandon one whose asking was cut short
-    running = [tr for tr in trials if tr.state == TrialState.RUNNING]
-    live = [tr for tr in trials if tr.state != TrialState.FAIL]
-    if running:
-        if len(live) % BATCH == 0:
-            for fr in running:
-                trial = optuna.trial.Trial(study, fr._trial_id)
-                value, cons = _evaluate(ctx, space, trial)
-                _set_constraints(trial, cons)
-                trial.set_user_attr("value", value)
-                study.tell(trial, _penalized(value, cons, pb.objective))
-        else:
-            for fr in running:
-                study.tell(fr.number, state=TrialState.FAIL)
+    study = optuna.create_study(storage=ctx.store.optuna_storage, study_name=_study_name(ctx, space),
+                                direction=direction, load_if_exists=True)
+    # trials asked by an interrupted run: their parameters are known; finish their batch
+    pending = [optuna.trial.Trial(study, fr._trial_id) for fr in study.get_trials(deepcopy=False)
+               if fr.state == TrialState.RUNNING and _is_stale(fr, me)]
+    for tr in pending:
+        tr.set_user_attr("owner", me)
+    dists = _distributions(space)
     if ctx.progress:
         ctx.progress.add(pb.trials)
     while True:
-        done = [tr for tr in study.get_trials(deepcopy=False) if tr.state == TrialState.COMPLETE]
-        if ctx.progress:
-            ctx.progress.advance(0)
-        if len(done) >= pb.trials:
+        n_done = sum(tr.state == TrialState.COMPLETE for tr in study.get_trials(deepcopy=False))
+        if n_done >= pb.trials and not pending:
             break
-        k = len(done) // BATCH
-        seed = int.from_bytes(hashlib.sha256(f"{pb.seed}:{k}".encode()).digest()[:4], "little")
-        study.sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True,
-                                                   n_startup_trials=min(20, max(pb.trials // 4, 4)))
-        dists = _distributions(space)
-        batch = [study.ask(dists) for _ in range(min(BATCH, pb.trials - len(done)) if len(done) % BATCH == 0
-                                            else BATCH - len(done) % BATCH)]
-        results = [_evaluate(ctx, space, tr) for tr in batch]
-        for tr, (value, cons) in zip(batch, results, strict=True):
+        batch = list(pending)
+        pending = []
+        want = min(BATCH, max(0, pb.trials - n_done)) - len(batch)
+        for _ in range(max(0, want)):
+            study.sampler = _sampler(pb, len(study.get_trials(deepcopy=False)))
+            tr = study.ask(dists)
+            tr.set_user_attr("owner", me)
+            batch.append(tr)
+        for tr in batch:
+            if "value" in tr.user_attrs:
+                continue  # evaluated before an interruption, only the tell was missing
+            value, cons = _evaluate(ctx, space, tr)
             _set_constraints(tr, cons)
             tr.set_user_attr("value", value)
-            study.tell(tr, _penalized(value, cons, pb.objective))
+        for tr in batch:
+            value = float(tr.user_attrs["value"])
+            study.tell(tr, _penalized(value, _constraints(tr), pb.objective))
         if ctx.progress:
             ctx.progress.advance(len(batch))
+        if not batch:
+            break
     return study
 
 
@@ -252,6 +303,12 @@ def optuna_space(ctx: _Ctx, space: DesignSpace) -> tuple[DesignResult, list[dict
                     chosen, chosen_cfg = rec, (d, p, t)
             if chosen is not None:
                 break
+        if chosen is None:
+            # every analytic candidate failed in the DES (the screen was optimistic): climb from the
+            # cheapest one towards more machines, in objective order, until the DES passes
+            found = _escalate(ctx, space, *cands[0][:3], records)
+            if found is not None:
+                chosen, chosen_cfg = found
         if chosen_cfg is not None:
             chosen = _polish(ctx, space, *chosen_cfg, chosen, records)
     n_des = ctx.des_evaluations - n_des0
@@ -263,6 +320,39 @@ def optuna_space(ctx: _Ctx, space: DesignSpace) -> tuple[DesignResult, list[dict
 
 POLISH_STEPS = ((-1, 0), (0, -1), (-1, 1), (1, -1), (-2, 1), (1, -2), (-1, -1))
 POLISH_MAX = 30
+ESCALATE_MAX = 40  # DES runs spent climbing from a failed candidate before giving up
+
+
+def _escalate(ctx: _Ctx, space: DesignSpace, design: Design, p: int, t: int,
+              records: list[dict[str, object]]) -> tuple[dict[str, object], tuple[Design, int, int]] | None:
+    """Cheapest DES-feasible point among those with at least (p, t) machines (same pools), tried in
+    objective order; bounded by ESCALATE_MAX DES runs."""
+    pb = ctx.problem
+    pr, tr = space.prompt_range, space.token_range
+    t_lo = 0 if space.baseline else t
+    t_hi = 0 if space.baseline else tr[1]
+
+    def cost(pp: int, tt: int) -> float:
+        return pp * design.prompt.cost_usd_per_h + tt * design.token.cost_usd_per_h
+
+    def power(pp: int, tt: int) -> float:
+        return pp * design.prompt.power_kw + tt * design.token.power_kw
+
+    obj = power if pb.objective == "power" else cost
+    pts = sorted(((pp, tt) for pp in range(p, pr[1] + 1) for tt in range(t_lo, t_hi + 1)
+                  if (pp, tt) != (p, t) and pb.within_budget(cost(pp, tt), power(pp, tt))),
+                 key=lambda x: (round(obj(*x), 9), x[0] + x[1], x[0]))
+    for pp, tt in pts[:ESCALATE_MAX]:
+        seen_pts, fresh = decide_points(ctx.cached(space.name), design, [(pp, tt)], 1.0)
+        ctx.absorb(fresh)
+        dec = seen_pts[(pp, tt)]
+        rec = point_record(space=space.name, design=design, prompt=pp, token=tt, rate_rps=pb.rate_rps,
+                           within_budget=True, des_margin=dec.margin, meets=dec.meets, decided_by="des",
+                           binding=dec.binding, slowdown=dec.slowdown)
+        records.append(rec)
+        if dec.meets:
+            return rec, (design, pp, tt)
+    return None
 
 
 def _polish(ctx: _Ctx, space: DesignSpace, design: Design, p: int, t: int, rec: dict[str, object],

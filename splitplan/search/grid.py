@@ -197,9 +197,10 @@ def best_index(meets: np.ndarray, ok_budget: np.ndarray, obj: np.ndarray, machin
 def verify_candidates(how: np.ndarray, meets: np.ndarray, ok_budget: np.ndarray, obj: np.ndarray,
                       margin: np.ndarray, best_obj: float, band: float) -> np.ndarray:
     """Flat indices the hybrid re-checks with the DES: undecided points, and dominance-infeasible
-    points cheaper than the optimum whose analytic margin is within the band."""
+    points no dearer than the optimum whose analytic margin is within the band."""
     undecided = how == 2
-    suspicious = (how == 1) & ~meets & ok_budget & (obj < best_obj - 1e-9) & (margin >= -band)
+    # ties count too: a tied point may win the tie-break (fewer machines, then fewer prompt machines)
+    suspicious = (how == 1) & ~meets & ok_budget & (obj <= best_obj + 1e-9) & (margin >= -band)
     return np.nonzero(undecided | suspicious)[0]
 
 

@@ -182,10 +182,44 @@ def _cost_grid(ctx: _Ctx, spaces: list[DesignSpace], results: dict[str, DesignRe
         for st, (seen, _fresh) in zip(owners, outs, strict=True):
             st.decided.update(seen)
 
+    if pb.engine == "hybrid":
+        _verify(ctx, states)
     for st in states:
         res, pts = _finish_grid(ctx, st)
         results[st.space.name] = res
         points.extend(pts)
+
+
+VERIFY_ROUNDS = 3
+
+
+def _verify(ctx: _Ctx, states: list[_GridState]) -> None:
+    """The hybrid's guard, for every design in one parallel batch per round: DES-check undecided
+    points and dominance-infeasible points cheaper than the optimum within the analytic band."""
+    pb = ctx.problem
+    for _ in range(VERIFY_ROUNDS):
+        todo: dict[int, list[tuple[int, int]]] = {}
+        for st in states:
+            p, t = st.grid.flat
+            obj, cost, power = objective_values(st.design, p, t, pb.objective)
+            ok_budget = np.array([pb.within_budget(c, w) for c, w in zip(cost, power, strict=True)])
+            meets2, how2 = classify(st.grid, st.decided)
+            meets, how = meets2.ravel(), how2.ravel()
+            machines = p + (0 if st.space.baseline else t)
+            bi = best_index(meets & (how != 2), ok_budget, obj, machines, p)
+            best_obj = obj[bi] if bi is not None else math.inf
+            margin = st.screen.margin if st.screen is not None else np.full(len(p), math.inf)
+            idx = verify_candidates(how, meets, ok_budget, obj, np.nan_to_num(margin, nan=math.inf),
+                                    best_obj, pb.band)
+            if len(idx):
+                todo[id(st)] = [(int(p[i]), int(t[i])) for i in idx]
+        if not todo:
+            return
+        tasks: list[tuple[Any, ...]] = []
+        owners: list[_GridState] = []
+        _add_point_tasks(ctx, states, todo, tasks, owners)
+        for st, (seen, _fresh) in zip(owners, ctx.map(_call, tasks, lambda res: res[1]), strict=True):
+            st.decided.update(seen)
 
 
 def _call(fn: Any, *args: Any) -> Any:
@@ -219,22 +253,9 @@ def _finish_grid(ctx: _Ctx, st: _GridState) -> tuple[DesignResult, list[dict[str
         meets = margin >= 0
         how = np.full(len(p), 3)
     else:
+        # a DES-decided point keeps its own verdict even where dominance would disagree
         meets2, how2 = classify(st.grid, st.decided)
         meets, how = meets2.ravel(), how2.ravel()
-        if pb.engine == "hybrid":
-            bi = best_index(meets & (how != 2), ok_budget, obj, machines, p)
-            best_obj = obj[bi] if bi is not None else math.inf
-            idx = verify_candidates(how, meets, ok_budget, obj, np.nan_to_num(margin, nan=math.inf),
-                                    best_obj, pb.band)
-            if len(idx):
-                tasks: list[tuple[Any, ...]] = []
-                owners: list[_GridState] = []
-                _add_point_tasks(ctx, [st], {id(st): [(int(p[i]), int(t[i])) for i in idx]}, tasks, owners)
-                for seen, _fresh in ctx.map(_call, tasks, lambda res: res[1]):
-                    st.decided.update(seen)
-                meets2, how2 = classify(st.grid, st.decided)
-                meets, how = meets2.ravel(), how2.ravel()
-                # a verified point keeps its own verdict even if dominance disagrees
     how_name = np.array(["des", "dominance", "undecided", "analytic"])[how]
     records = []
     for i in range(len(p)):
@@ -303,7 +324,7 @@ def _throughput_grid(ctx: _Ctx, spaces: list[DesignSpace], results: dict[str, De
 
     for space, design, splits, rates in plans:
         recs: list[dict[str, object]] = []
-        best_i, best_key = None, (-1.0, 0.0)
+        best_i, best_key = None, (-1.0, 0.0, 0.0)
         for i, s in enumerate(splits):
             if (space.name, s) in des_rate:
                 f, _d, probes = des_rate[(space.name, s)]
@@ -314,7 +335,7 @@ def _throughput_grid(ctx: _Ctx, spaces: list[DesignSpace], results: dict[str, De
                                        slowdown=dp.slowdown)
                     recs.append(rec)
                     if f > 0 and fp == f:
-                        key = (f, -float(rec["cost_usd_per_h"]))  # type: ignore[arg-type]
+                        key = (f, -float(rec["cost_usd_per_h"]), -float(rec["power_kw"]))  # type: ignore[arg-type]
                         if key > best_key:
                             best_i, best_key = len(recs) - 1, key
             else:
@@ -323,7 +344,7 @@ def _throughput_grid(ctx: _Ctx, spaces: list[DesignSpace], results: dict[str, De
                                    rate_rps=f * pb.rate_rps, within_budget=True, meets=f > 0,
                                    decided_by="analytic")
                 recs.append(rec)
-                key = (f, -float(rec["cost_usd_per_h"]))  # type: ignore[arg-type]
+                key = (f, -float(rec["cost_usd_per_h"]), -float(rec["power_kw"]))  # type: ignore[arg-type]
                 if pb.engine == "analytic" and f > 0 and key > best_key:
                     best_i, best_key = len(recs) - 1, key
         n_des = sum(len(v[2]) for (name, _s), v in des_rate.items() if name == space.name)
@@ -344,11 +365,13 @@ def _bisect_round(ctx: _Ctx, plans: list[Any], pending: list[tuple[int, list[int
     n_chunks = max(1, ctx.runner.workers * 2)
     total = sum(len(ix) for _k, ix in pending)
     for k, idx in pending:
-        space, design, splits, rates = plans[k]
+        space, design, splits, _rates = plans[k]
         share = max(1, round(n_chunks * len(idx) / max(total, 1)))
         for block in chunks(idx, share):
             sp = [splits[i] for i in block]
-            guesses = [float(rates[i]) if pb.engine != "des" else 1.0 for i in block]
+            # every engine gallops from the same anchor (the target rate): DES feasibility is not
+            # perfectly monotone in the rate, and a common start makes hybrid and exhaustive agree
+            guesses = [1.0 for _i in block]
             tasks.append((bisect_many, ctx.cached(space.name), design, sp, guesses, pb.rate_tol))
             owners.append((space.name, sp))
     outs = ctx.map(_call, tasks, lambda res: res[1])

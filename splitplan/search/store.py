@@ -52,9 +52,25 @@ def open_storage(storage: str) -> Any:
             from optuna.storages.journal import JournalFileBackend
 
             return JournalStorage(JournalFileBackend(url[len("journal:"):]))
-        return optuna.storages.RDBStorage(url)
+        return _rdb_with_retry(url)
     except Exception as exc:  # optuna raises many kinds for bad URLs; all are input problems here
         raise InputError(f"cannot open storage {storage!r}: {str(exc).splitlines()[0]}") from None
+
+
+def _rdb_with_retry(url: str, attempts: int = 5) -> Any:
+    """Workers started together race to create the schema of a new database; the losers retry."""
+    import time
+
+    import optuna
+
+    for i in range(attempts):
+        try:
+            return optuna.storages.RDBStorage(url)
+        except Exception as exc:
+            if i == attempts - 1 or "IntegrityError" not in type(exc).__name__ + str(exc):
+                raise
+            time.sleep(0.2 * (i + 1))
+    raise AssertionError("unreachable")
 
 
 def point_key(space: str, prompt_gpu: str, token_gpu: str, prompt_cap: float, token_cap: float,
@@ -95,6 +111,23 @@ class PointStore:
 
     def snapshot(self, prefix: str) -> dict[str, Decision]:
         return {k: v for k, v in self._mem.items() if k.startswith(prefix)}
+
+    def close(self) -> None:
+        """Release database connections (an RDB storage keeps a pool open otherwise)."""
+        if self._study is None:
+            return
+        st = self._storage
+        if hasattr(st, "remove_session"):
+            st.remove_session()
+        engine = getattr(st, "engine", None)
+        if engine is not None:
+            engine.dispose()
+
+    def __enter__(self) -> PointStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def optuna_storage(self) -> Any:

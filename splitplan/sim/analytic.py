@@ -7,11 +7,14 @@ percentiles come from per-request latencies just as in the discrete-event simula
 - Prompt pool: join-the-shortest-queue by pending work is modelled as an M/G/c FCFS queue (c =
   prompt machines, service = the prompt iteration of the request), with the Allen–Cunneen mean
   wait and an exponential tail behind the Erlang-C probability of waiting. Each sampled request
-  gets a wait quantile from a stratified uniform, so TTFT = wait + prompt time.
+  gets a wait quantile from a rank-1 lattice over the requests ranked by size, so TTFT = wait +
+  prompt time.
 - Overflow (the cluster scheduler's mixed pool): once prompt queues reach the pending-token cap
   the prompt machines are "full" and prompts go to token machines borrowed into the mixed pool.
   The pool serves up to a utilization set by how many prompts fit under the cap; the excess
-  load, and every prompt whose wait would exceed its cap, overflows. Borrowed machines are taken
+  load (largest prompts first, as the DES's "full" test trips on them first), and every prompt
+  whose wait would exceed its cap, overflows; the waits of the prompts that stay grow with the
+  overflowing share (calibrated). Borrowed machines are taken
   out of the token pool (a machine returns only when drained, so even rare overflows cost one).
   Overflowed prompts run as mixed iterations on the borrowed machines after a partial wait.
 - Token pool: on the token machines that remain, the steady-state decode batch per machine N
@@ -70,8 +73,8 @@ class Calibration:
     - prompt_full_slack: the prompt pool serves up to utilization 1 − slack / K, with K =
       prompt_full_tokens / E[p] the prompts a queue holds before the machine is "full" (coding:
       K ≈ 4 → 0.82; conversation: K ≈ 7 → 0.90). Pure M/G/c would run the pool to ρ → 1.
-    - prompt_wait_scale: FCFS batching (up to max_batch_tokens) lets short prompts ride along
-      with the prompt ahead of them, so waits are shorter than Allen–Cunneen's (0.6×).
+    - prompt_wait_scale: multiplier of Allen–Cunneen's conditional wait (1.0: with the largest
+      prompts overflowing first, the pool keeps the smaller ones and their full M/G/c wait).
     - mixed_prompt_capacity: fraction of its time a borrowed token machine gives to overflow
       prompts (it keeps its decodes, and a mixed iteration costs 1.1× or more).
     - overflow_wait_fraction, overflow_wait_growth: an overflowed prompt waits this fraction of
@@ -80,18 +83,24 @@ class Calibration:
     - rare_borrow: token machines lost as soon as overflows happen at all during the trace (a
       borrowed machine returns only once it has drained its longest decode).
     - join_fraction: a decode joins the running batch at the next iteration boundary.
+    - saturated_wait_growth, saturated_wait_cap: once load overflows, the pool waits grow by
+      (1 + growth × overflowing share), each capped at cap × the request's pending-token limit.
+      The overflowing prompts are the largest (largest-first by prompt work), as in the DES, where
+      a machine is "full" when pending + p exceeds the cap, which big prompts trip first.
     - baseline_jsq_spread (baselines): JSQ keeps machines' decode counts within about this many
       of each other, so a prompt interrupts decodes only once every machine holds some.
     """
 
     prompt_full_slack: float = 0.72
-    prompt_wait_scale: float = 0.6
+    prompt_wait_scale: float = 1.0
     mixed_prompt_capacity: float = 0.6
     overflow_wait_fraction: float = 0.1
     overflow_wait_growth: float = 0.5
     rare_borrow: float = 1.0
     join_fraction: float = 0.5
     baseline_jsq_spread: float = 1.0
+    saturated_wait_growth: float = 1.0
+    saturated_wait_cap: float = 1.2
 
 
 CALIBRATION = Calibration()
@@ -171,7 +180,6 @@ class _Sample:
     log1mu: FloatArray        # log(1 − u), u stratified uniform for the wait quantile
     z: FloatArray             # stratified standard normal, independent of u
     zcdf: FloatArray          # Φ(z)
-    v: FloatArray             # a third stratified uniform (which requests overflow)
     ref_ttft: FloatArray
     ref_tbt: FloatArray
     ref_e2e: FloatArray
@@ -179,6 +187,16 @@ class _Sample:
     base_rate_rps: float
     p_all: FloatArray         # every request of the workload: the load moments come from these
     o_all: FloatArray
+
+
+# irrational steps of the per-request lattices (golden ratio and √2 fractional parts)
+_LATTICE = (0.6180339887498949, 0.4142135623730951)
+
+
+def _lattice(rank: IntArray, step: float, shift: float, m: int) -> FloatArray:
+    """Stratified uniforms: request of size rank k gets the midpoint of stratum ⌊m·{k·step + shift}⌋."""
+    cell = np.floor(np.mod(rank * step + shift, 1.0) * m)
+    return (np.minimum(cell, m - 1) + 0.5) / m
 
 
 def _draw_sample(scenario: Scenario, n: int | None) -> _Sample:
@@ -203,15 +221,22 @@ def _draw_sample(scenario: Scenario, n: int | None) -> _Sample:
     p = wl.prompt_tokens[idx].astype(np.float64)
     o = wl.output_tokens[idx].astype(np.float64)
     t = wl.arrival_s[idx] - wl.arrival_s[0]
-    u = (rng.permutation(m) + 0.5) / m
-    zcdf = (rng.permutation(m) + 0.5) / m
+    # The per-request uniforms (wait quantile, decode-phase normal) follow a
+    # rank-1 lattice over the requests ranked by size: within every size stratum they are spread
+    # evenly over (0, 1) instead of paired by a random permutation, so a percentile of a size-
+    # dependent latency does not hinge on which few small requests drew long waits. The seed only
+    # shifts the lattice (Cramley–Patterson rotation), keeping the estimate unbiased.
+    rank = np.empty(m, dtype=np.int64)
+    rank[np.lexsort((o, p))] = np.arange(m)
+    shift = rng.random(2)
+    u = _lattice(rank, _LATTICE[0], shift[0], m)
+    zcdf = _lattice(rank, _LATTICE[1], shift[1], m)
     z = ndtri(zcdf)
-    v = (rng.permutation(m) + 0.5) / m
     ref = scenario.reference_perf()
     r_ttft, r_tbt, r_e2e = reference_latencies(ref, p, o)
     duration = max(float(wl.arrival_s[-1] - wl.arrival_s[0]), 1e-9)
     rate = (wl.n - 1) / duration if wl.n > 1 else 1.0
-    return _Sample(p, o, t, np.log1p(-u), z, zcdf, v, np.asarray(r_ttft), np.asarray(r_tbt),
+    return _Sample(p, o, t, np.log1p(-u), z, zcdf, np.asarray(r_ttft), np.asarray(r_tbt),
                    np.asarray(r_e2e), duration, rate,
                    wl.prompt_tokens.astype(np.float64), wl.output_tokens.astype(np.float64))
 
@@ -383,6 +408,12 @@ class _SplitContext:
         self.wait_cap = np.maximum(scenario.sim.prompt_full_tokens - p, 0.0) * per_token_s
         self.tau_grid = _tau(self.token_perf, self.grid, self.ctx_per_req)
         self.decode_capacity = self.nmax / float(self.tau_grid[-1])   # decode tokens/s per machine
+        # prompt work of the sampled requests larger than each one (share of the total): the pool
+        # turns away the largest prompts first (a machine is full once pending + p exceeds the cap)
+        order = np.argsort(-p, kind="stable")
+        before = np.cumsum(self.service[order]) - self.service[order]
+        self.larger_work = np.empty(len(p))
+        self.larger_work[order] = before / max(float(self.service.sum()), 1e-300)
 
     def evaluate(self, pm: IntArray, tm: IntArray, lam: FloatArray):
         s, cal = self.s, self.cal
@@ -404,7 +435,12 @@ class _SplitContext:
         over_cap = wait > self.wait_cap[None, :]
         excess = excess + lam_p * self.es * over_cap.mean(axis=1)
         overflow = np.divide(excess, offered, out=np.zeros_like(offered), where=offered > 0)
-        over_i = over_cap | (s.v[None, :] < overflow[:, None])
+        # saturated pool: the DES's queues keep lengthening as the pool shrinks (M/G/c at the
+        # capped load would not); each queue still holds at most about its pending-token cap
+        wait = np.minimum(wait * (1.0 + cal.saturated_wait_growth * overflow)[:, None],
+                          cal.saturated_wait_cap * self.wait_cap[None, :])
+        share = np.divide(offered - served, offered, out=np.zeros_like(offered), where=offered > 0)
+        over_i = over_cap | (self.larger_work[None, :] < share[:, None])
         # borrowed machines: each absorbs `mixed_prompt_capacity` erlangs of prompt work
         borrowed = excess / (cal.mixed_prompt_capacity * self.mixed_speed)
         # even rare overflows cost a token machine for long: a borrowed machine returns only once

@@ -30,6 +30,9 @@ class SimConfig:
     # iteration boundary (prompt priority)? "always", "never", or "baseline" (only on the machines of
     # baseline designs — what the reference simulator's results show; see docs/background.md).
     prompt_interrupts_decodes: PromptInterrupt = "always"
+    # A prompt admitted on a machine that will also run its decode reserves the decode's KV too, so
+    # an overloaded machine cannot fill its memory with prompts whose decodes then never start.
+    prompt_reserves_decode_kv: bool = True
     # cluster-level scheduler
     prompt_full_tokens: int = 8192       # a prompt machine with a queue is full beyond this (sim)
     # KV cache

@@ -179,3 +179,29 @@ def test_killed_search_resumes_from_storage(tmp_path: Path) -> None:
     assert doc["des_evaluations"] == 77 - kept
     assert ref["des_evaluations"] == 77
     assert doc["results"] == ref["results"]
+
+
+def test_two_workers_share_one_optuna_study(tmp_path: Path) -> None:
+    """Two processes started together on one --storage split the trials between them."""
+    import sqlite3
+    import subprocess
+
+    db = tmp_path / "shared.db"
+    args = [sys.executable, "-m", "splitplan", "search", "--prompt-gpu", "a100-80gb", "--prompt-gpu",
+            "h100-80gb", "--token-gpu", "a100-80gb", "--token-gpu", "h100-80gb", "--prompt-power-cap",
+            "0.5:1", "--token-power-cap", "0.5:1", "--trials", "48", "--storage", str(db), "--json"]
+    procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    docs = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        docs.append(json.loads(out))
+    with sqlite3.connect(db) as con:
+        states = dict(con.execute("select state, count(*) from trials group by state").fetchall())
+    assert set(states) == {"COMPLETE"}
+    assert 48 <= states["COMPLETE"] < 2 * 48            # shared work, not two separate studies
+    for doc in docs:
+        r = doc["results"][0]
+        assert r["meets_slo"]
+        assert r["verified_by"] == "des"

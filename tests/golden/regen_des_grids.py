@@ -1,12 +1,14 @@
 """Regenerate the DES verdict grids the analytic evaluator is checked against.
 
-    python tests/golden/regen_des_grids.py [--jobs 2] [--size 39]
+    python tests/golden/regen_des_grids.py [--jobs 2] [--size 39] [--only grids|baselines]
 
 For Splitwise-HH and Splitwise-HA on the coding and conversation presets (Llama2-70B, 70 req/s,
 120 s, seed 0, analytic performance model, default simulator config) it simulates every
 (prompt, token) point of the 1..39 × 1..39 grid with the discrete-event simulator and stores the
 nine slowdowns, stability and the all-nine verdict per point in tests/golden/des_grids/*.npz,
 with a fingerprint of the performance model so that a stale golden is detected, not trusted.
+For Baseline-A100 and Baseline-H100 (same presets, rate and seed) it simulates 1..80 machines and
+stores the verdicts and slowdowns in tests/golden/des_grids/baselines.npz.
 Takes a few minutes on 2 cores. Rerun after any change to the DES or the performance model.
 """
 
@@ -23,6 +25,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "des_grids"
 DESIGNS = ("splitwise-hh", "splitwise-ha")
+BASELINES = ("baseline-a100", "baseline-h100")
+BASELINE_MACHINES = 80
 PRESETS = ("coding", "conversation")
 MODEL = "llama2-70b"
 RATE_RPS = 70.0
@@ -66,6 +70,47 @@ def _column(design_name: str, preset: str, prompt: int, tokens: list[int]) -> li
     return rows
 
 
+def _baseline_point(design_name: str, preset: str, machines: int) -> tuple:
+    from splitplan.design import ClusterConfig, get_design
+    from splitplan.sim.des import simulate_des
+    from splitplan.slo import SLO_KEYS
+
+    r = simulate_des(ClusterConfig.baseline(get_design(design_name), machines), scenario(preset))
+    return (design_name, preset, machines, r.meets_slo, r.stable, [r.slowdown[k] for k in SLO_KEYS])
+
+
+def regenerate_baselines(jobs: int, machines: int = BASELINE_MACHINES) -> Path:
+    """Every baseline size 1..machines for both baselines and presets, in one file."""
+    from joblib import Parallel, delayed
+
+    from splitplan._version import __version__
+    from splitplan.slo import SLO_KEYS
+
+    t0 = time.perf_counter()
+    tasks = [(d, p, n) for d in BASELINES for p in PRESETS for n in range(1, machines + 1)]
+    # largest clusters first: they take longest, so the pool stays balanced
+    rows = Parallel(n_jobs=jobs)(delayed(_baseline_point)(d, p, n) for d, p, n in tasks[::-1])[::-1]
+    meta = {"designs": list(BASELINES), "presets": list(PRESETS), "machines": machines, "model": MODEL,
+            "rate_rps": RATE_RPS, "duration_s": DURATION_S, "seed": SEED, "perf": "analytic",
+            "splitplan": __version__, "slo_keys": list(SLO_KEYS),
+            "perf_fingerprint": {f"{d}_{p}": perf_fingerprint(d, p) for d in BASELINES for p in PRESETS},
+            "regenerate": "python tests/golden/regen_des_grids.py --only baselines"}
+    path = OUT / "baselines.npz"
+    np.savez_compressed(
+        path,
+        design=np.array([r[0] for r in rows]),
+        preset=np.array([r[1] for r in rows]),
+        machines=np.array([r[2] for r in rows], dtype=np.int16),
+        meets=np.array([r[3] for r in rows], dtype=bool),
+        stable=np.array([r[4] for r in rows], dtype=bool),
+        slowdown=np.array([r[5] for r in rows], dtype=np.float32),
+        meta=np.array(json.dumps(meta)),
+    )
+    print(f"{path.name}: {len(rows)} points in {time.perf_counter() - t0:.0f} s, "
+          f"{int(sum(r[3] for r in rows))} meet the SLOs", flush=True)
+    return path
+
+
 def regenerate(design_name: str, preset: str, size: int, jobs: int) -> Path:
     from joblib import Parallel, delayed
 
@@ -101,11 +146,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--size", type=int, default=39)
     ap.add_argument("--design", action="append", choices=DESIGNS)
     ap.add_argument("--preset", action="append", choices=PRESETS)
+    ap.add_argument("--only", choices=("grids", "baselines"), default=None)
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
-    for design_name in args.design or DESIGNS:
-        for preset in args.preset or PRESETS:
-            regenerate(design_name, preset, args.size, args.jobs)
+    if args.only != "baselines":
+        for design_name in args.design or DESIGNS:
+            for preset in args.preset or PRESETS:
+                regenerate(design_name, preset, args.size, args.jobs)
+    if args.only != "grids":
+        regenerate_baselines(args.jobs)
     return 0
 
 

@@ -37,7 +37,7 @@ S_NEW, S_PWAIT, S_PRUN, S_XFER, S_TWAIT, S_TRUN, S_DONE = 0, 1, 2, 3, 4, 5, 6
 # pools
 P_PROMPT, P_TOKEN, P_MIXED = 0, 1, 2
 
-STATUS_OK, STATUS_UNSTABLE = 0, 1
+STATUS_OK, STATUS_UNSTABLE, STATUS_DEADLOCK = 0, 1, 2
 
 
 @nb.njit(cache=True)
@@ -57,6 +57,19 @@ def _wait_insert(wait, wait_n, m, r, key0, arr):
 
 
 @nb.njit(cache=True)
+def _need(r, m, stage, kvp, kvt, tm, resv, reserve_decode):
+    # KV memory a waiting task needs to start: a prompt its p + 1 tokens (plus its decode's when
+    # reserving on the same machine), a decode its output tokens unless reserved with its prompt
+    if stage[r] == S_PWAIT:
+        if reserve_decode and tm[r] == m:
+            return kvp[r] + kvt[r]
+        return kvp[r]
+    if resv[r]:
+        return 0.0
+    return kvt[r]
+
+
+@nb.njit(cache=True)
 def _iteration_time(c, bt, nd, ctx, ptab, ttab, tctx, mtab, mctx):
     # bt: batch tokens (prompt tokens + decodes); nd: decodes; ctx: KV context of the decodes
     if nd == 0:
@@ -72,7 +85,7 @@ def simulate_kernel(
     cls, tag, baseline, cap, weights,
     ptab, ttab, tctx, mtab, mctx,
     max_batch, max_tokens, max_preempt, prompt_full, retry_s, max_backlog_s, wait_cap,
-    prompt_interrupts,
+    prompt_interrupts, reserve_decode,
 ):
     n = arr.shape[0]
     M = cls.shape[0]
@@ -83,6 +96,7 @@ def simulate_kernel(
     key0 = np.zeros(n, np.int64)
     blocked = np.zeros(n, np.bool_)
     mark = np.zeros(n, np.int64)
+    resv = np.zeros(n, np.bool_)   # decode KV reserved when the prompt started (same machine)
     pm = np.full(n, -1, np.int64)
     tm = np.full(n, -1, np.int64)
     ttft = np.full(n, np.nan)
@@ -381,7 +395,7 @@ def simulate_kernel(
                 nbn += 1
                 bt += tpi
                 continue
-            need = kvp[r] if stage[r] == S_PWAIT else kvt[r]
+            need = _need(r, m, stage, kvp, kvt, tm, resv, reserve_decode)
             if need + memloc <= capm:
                 mark[r] = epoch
                 newb[nbn] = r
@@ -399,12 +413,13 @@ def simulate_kernel(
                 break
             if mark[r] == epoch:
                 continue
-            if kvp[r] + memloc <= capm:
+            need = _need(r, m, stage, kvp, kvt, tm, resv, reserve_decode)
+            if need + memloc <= capm:
                 mark[r] = epoch
                 newb[nbn] = r
                 nbn += 1
                 bt += p[r]
-                memloc += kvp[r]
+                memloc += need
             else:
                 break
         # pass 3: preempted decodes
@@ -447,7 +462,7 @@ def simulate_kernel(
                 nbn += 1
                 bt += tpi
                 continue
-            need = kvp[r] if stage[r] == S_PWAIT else kvt[r]
+            need = _need(r, m, stage, kvp, kvt, tm, resv, reserve_decode)
             if need + memloc <= capm:
                 mark[r] = epoch
                 newb[nbn] = r
@@ -490,13 +505,16 @@ def simulate_kernel(
             if s == S_PWAIT:
                 stage[r] = S_PRUN
                 mem[m] += kvp[r]
+                if reserve_decode and tm[r] == m:
+                    mem[m] += kvt[r]
+                    resv[r] = True
                 pstart[r] = t
                 nprompt += 1
             else:
                 if s == S_TWAIT:
                     if blocked[r]:
                         blocked[r] = False
-                    else:
+                    elif not resv[r]:
                         mem[m] += kvt[r]
                     stage[r] = S_TRUN
                 if stage[r] == S_TRUN:
@@ -520,4 +538,9 @@ def simulate_kernel(
         run_start[m] = t
         run_end[m] = t + d * kk
 
+    if status == STATUS_OK:
+        for r in range(n):
+            if stage[r] != S_DONE:
+                status = STATUS_DEADLOCK
+                break
     return (status, ttft, e2e, pstart, pm, tm, preempt, busy, iters, batch_time, pool_moves, events, t)

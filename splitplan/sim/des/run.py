@@ -114,6 +114,7 @@ def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
         float(sim.memory_retry_s), float(sim.max_backlog_s), min(WAIT_CAPACITY, len(p)) + 1,
         sim.prompt_interrupts_decodes == "always"
         or (sim.prompt_interrupts_decodes == "baseline" and design.is_baseline),
+        bool(sim.prompt_reserves_decode_kv),
     )
     wall = time.perf_counter() - start
     return _result(config, scenario, status, ttft, e2e, pstart, pm, tm, preempt, busy, iters,
@@ -133,7 +134,7 @@ def _kernel():
     tab = np.ones((2, 8))
     simulate_kernel(np.zeros(1), ione * 2, ione, one, one, one, np.zeros(1, np.int64),
                     np.full(1, 2, np.int64), True, np.full(2, 10.0), np.zeros(2), tab, tab, np.zeros(2),
-                    tab, np.zeros(2), 4, 4, 4, 8.0, 1.0, 10.0, 2, True)
+                    tab, np.zeros(2), 4, 4, 4, 8.0, 1.0, 10.0, 2, True, True)
     return simulate_kernel
 
 
@@ -168,7 +169,8 @@ def _result(config, scenario, status, ttft, e2e, pstart, pm, tm, preempt, busy, 
     }
     if config.design.is_baseline:
         util = {"machines": util["prompt"]}
-    notes = () if stable else ("unstable: the backlog grew without bound; the run was stopped",)
+    notes = {0: (), 1: ("unstable: the backlog grew without bound; the run was stopped",),
+             2: ("deadlock: admitted prompts hold all KV memory and their decodes cannot start",)}[status]
     per_request = RequestMetrics(
         arrival_s=wl.arrival_s, prompt_tokens=wl.prompt_tokens, output_tokens=wl.output_tokens,
         ttft_s=ttft, tbt_s=tbt, e2e_s=e2e, queue_s=pstart - wl.arrival_s,

@@ -139,12 +139,13 @@ def test_grid_search_resumes_from_storage_without_reevaluating(tmp_path) -> None
     pb = SearchProblem(spaces=spaces)
     full = run_search(pb, FakeEvaluator(noise=0.05))
     first = FakeEvaluator(noise=0.05, fail_after=40)
-    with pytest.raises(SearchInterrupted) as info:
-        run_search(pb, first, store=PointStore(db, "fp"))
+    with pytest.raises(SearchInterrupted) as info, PointStore(db, "fp") as store:
+        run_search(pb, first, store=store)
     assert info.value.des_evaluations == 40
     assert len(info.value.points) == 40
     second = FakeEvaluator(noise=0.05)
-    resumed = run_search(pb, second, store=PointStore(db, "fp"))
+    with PointStore(db, "fp") as store:
+        resumed = run_search(pb, second, store=store)
     assert resumed.results == full.results
     done = set(first.calls)
     assert not done & set(second.calls)                  # nothing finished is evaluated again
@@ -154,7 +155,8 @@ def test_grid_search_resumes_from_storage_without_reevaluating(tmp_path) -> None
 def test_optuna_search_resumes_to_the_same_answer(tmp_path) -> None:
     db = str(tmp_path / "study.db")
     pb = SearchProblem(spaces=(_space_4d(),), trials=64, seed=3)
-    full = run_search(pb, FakeEvaluator(), store=PointStore(str(tmp_path / "other.db"), "fp"))
+    with PointStore(str(tmp_path / "other.db"), "fp") as store:
+        full = run_search(pb, FakeEvaluator(), store=store)
 
     class Stop(FakeEvaluator):
         def screen(self, *a, **k):
@@ -162,10 +164,11 @@ def test_optuna_search_resumes_to_the_same_answer(tmp_path) -> None:
                 raise KeyboardInterrupt
             return super().screen(*a, **k)
 
-    with pytest.raises(SearchInterrupted):
-        run_search(pb, Stop(), store=PointStore(db, "fp"))
+    with pytest.raises(SearchInterrupted), PointStore(db, "fp") as store:
+        run_search(pb, Stop(), store=store)
     again = FakeEvaluator()
-    resumed = run_search(pb, again, store=PointStore(db, "fp"))
+    with PointStore(db, "fp") as store:
+        resumed = run_search(pb, again, store=store)
     assert again.screens < 64                            # finished trials are not re-evaluated
     assert resumed.results == full.results
 

@@ -218,3 +218,19 @@ def test_sample_size_controls_the_sample(coding: Scenario) -> None:
     assert small.sample_size == 64
     assert full.sample_size == coding.workload.n
     assert small.slowdown["ttft_p50"][0] == pytest.approx(full.slowdown["ttft_p50"][0], rel=0.2)
+
+
+def test_sample_quantiles_are_stratified_within_every_size_stratum(coding: Scenario) -> None:
+    from dataclasses import replace
+
+    for seed in (0, 1):
+        s = analytic._draw_sample(replace(coding, seed=seed), None)
+        u = -np.expm1(s.log1mu)
+        m = len(u)
+        # evenly spread overall (low discrepancy) ...
+        assert np.max(np.abs(np.sort(u) - (np.arange(m) + 0.5) / m)) < 0.01
+        # ... and within every fifth of the requests by size (a random pairing: 0.04–0.09 apart)
+        for part in np.array_split(np.lexsort((s.o, s.p)), 5):
+            k = len(part)
+            assert np.max(np.abs(np.sort(u[part]) - (np.arange(k) + 0.5) / k)) < 0.025
+        assert np.all(np.isfinite(s.z))

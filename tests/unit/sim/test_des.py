@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -30,8 +32,7 @@ def test_md1_waiting_time_matches_pollaczek_khinchine():
     lam = 0.6 / s
     arr = np.cumsum(rng.exponential(1 / lam, n))
     wl = Workload(arrival_s=arr, prompt_tokens=p, output_tokens=np.ones(n, int))
-    res = simulate_des(ClusterConfig.baseline(get_design("baseline-a100"), 1),
-                       scenario(wl, max_batch_size=1))
+    res = simulate_des(ClusterConfig.baseline(get_design("baseline-a100"), 1), scenario(wl, max_batch_size=1))
     wait = res.per_request.queue_s[2000:]
     rho = lam * s
     expected = rho * s / (2 * (1 - rho))
@@ -45,11 +46,15 @@ def coding() -> Workload:
 
 
 def test_conservation_every_request_completes_once(coding):
-    res = simulate_des(ClusterConfig(design=get_design("splitwise-hh"), prompt_machines=6, token_machines=3),
-                       scenario(coding))
+    res = simulate_des(
+        ClusterConfig(design=get_design("splitwise-hh"), prompt_machines=6, token_machines=3),
+        scenario(coding),
+    )
     pr = res.per_request
-    assert res.completed == coding.n and res.stable
-    assert np.all(pr.ttft_s > 0) and np.all(pr.e2e_s >= pr.ttft_s)
+    assert res.completed == coding.n
+    assert res.stable
+    assert np.all(pr.ttft_s > 0)
+    assert np.all(pr.e2e_s >= pr.ttft_s)
     assert np.all(pr.queue_s >= 0)
     assert np.all((pr.prompt_machine >= 0) & (pr.prompt_machine < 9))
 
@@ -69,13 +74,14 @@ def test_more_token_machines_never_hurt_token_latency(coding):
     for t in (2, 3, 4, 6, 8):
         cfg = ClusterConfig(design=get_design("splitwise-hh"), prompt_machines=8, token_machines=t)
         tbt.append(simulate_des(cfg, scenario(coding)).slowdown["tbt_p90"])
-    assert all(b <= a * 1.02 for a, b in zip(tbt, tbt[1:], strict=False)), tbt
+    assert all(b <= a * 1.02 for a, b in itertools.pairwise(tbt)), tbt
 
 
 def test_overloaded_cluster_stops_with_unstable_verdict():
     wl = make_workload("coding", rate_rps=200, duration_s=600, seed=1)
     res = simulate_des(ClusterConfig.baseline(get_design("baseline-a100"), 2), scenario(wl, max_backlog_s=30))
-    assert not res.stable and not res.meets_slo
+    assert not res.stable
+    assert not res.meets_slo
     assert res.completed < wl.n
     assert res.sim_wall_s < 5
 
@@ -84,9 +90,36 @@ def test_overloaded_cluster_stops_with_unstable_verdict():
 @given(n_p=st.integers(1, 6), n_t=st.integers(1, 6), seed=st.integers(0, 10_000))
 def test_split_design_conserves_requests(n_p, n_t, seed):
     wl = make_workload("conversation", rate_rps=5, duration_s=10, seed=seed)
-    res = simulate_des(ClusterConfig(design=get_design("splitwise-aa"), prompt_machines=n_p, token_machines=n_t),
-                       scenario(wl))
+    res = simulate_des(
+        ClusterConfig(design=get_design("splitwise-aa"), prompt_machines=n_p, token_machines=n_t),
+        scenario(wl),
+    )
     if res.stable:
         assert res.completed == wl.n
         pr = res.per_request
-        assert np.all(np.isfinite(pr.tbt_s)) and np.all(pr.tbt_s >= 0)
+        assert np.all(np.isfinite(pr.tbt_s))
+        assert np.all(pr.tbt_s >= 0)
+
+
+def test_overload_deadlock_is_reported_not_hidden():
+    # BLOOM without GQA on A100s: every request queued at once fills the KV memory with prompts.
+    wl0 = make_workload("conversation", rate_rps=70, duration_s=30, seed=2)
+    wl = Workload(arrival_s=np.zeros(wl0.n), prompt_tokens=wl0.prompt_tokens, output_tokens=wl0.output_tokens)
+    base = {"kv_bytes": "no_gqa", "max_backlog_s": 1e9, "weight_bytes": {"bloom-176b": 329e9}}
+    cfg = ClusterConfig.baseline(get_design("baseline-a100"), 4)
+
+    def run(reserve: bool):
+        sc = Scenario(
+            workload=wl,
+            model=get_model("bloom-176b"),
+            sim=SimConfig(prompt_reserves_decode_kv=reserve, **base),
+        )
+        return simulate_des(cfg, sc)
+
+    stuck = run(False)
+    assert not stuck.stable
+    assert stuck.completed < wl.n
+    assert "deadlock" in stuck.notes[0]
+    done = run(True)
+    assert done.stable
+    assert done.completed == wl.n

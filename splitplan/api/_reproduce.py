@@ -1,0 +1,406 @@
+"""`splitplan reproduce`: re-derive the Splitwise paper's evaluation (SPLITWISE.md §9) and compare.
+
+Every comparison is run under two sets of assumptions:
+- `compat`: the reference simulator's (its measured profile, serialized KV transfer, no GQA, …;
+  examples/splitwise-sim-compat.toml) — what the paper's numbers were produced with;
+- `splitplan`: our defaults (calibrated analytic roofline, layer-wise KV transfer, GQA KV size).
+The difference between the two columns is the quantitative effect of the modelling choices.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from splitplan._io import write_text_atomic
+from splitplan.api._heatmap import heatmap
+from splitplan.api._search import SearchRequest, search
+from splitplan.api._simulate import WorkloadRequest, build_scenario
+from splitplan.design import ClusterConfig, get_design
+from splitplan.errors import InputError
+from splitplan.search import SearchOutcome
+from splitplan.sim.config import shared_dir
+from splitplan.sim.des import simulate_des
+from splitplan.workload import Workload
+
+COMPAT_CONFIG = "splitwise-sim-compat.toml"
+A100_COST_USD_PER_H = 17.6  # the paper's cost unit in the batch-mode comparison
+ISO_THROUGHPUT_MAX_MACHINES = 90  # an A100 pool serving an H100 cluster's load needs > 39 machines
+
+# Paper figures (BLOOM-176B): what SPLITWISE.md §9 states.
+PAPER_FIG12 = {"prompt_machines": 27, "token_machines": 3}
+PAPER_ISO_POWER_SPLITS = {
+    ("coding", "splitwise-aa"): (55, 15), ("coding", "splitwise-hh"): (35, 5),
+    ("conversation", "splitwise-aa"): (45, 25), ("conversation", "splitwise-hh"): (25, 15),
+    ("conversation", "splitwise-ha"): (25, 26), ("conversation", "splitwise-hhcap"): (25, 21),
+}
+PAPER_ISO_COST_SPLITS = {
+    ("conversation", "splitwise-aa"): (51, 35), ("conversation", "splitwise-hh"): (25, 15),
+    ("conversation", "splitwise-ha"): (30, 21), ("conversation", "splitwise-hhcap"): (30, 10),
+}
+PAPER_FIG18 = {"baseline-h100": 2.2, "splitwise-aa": 2.4, "splitwise-hh": 2.4, "splitwise-ha": 2.65,
+               "splitwise-hhcap": 2.9}
+PAPER_MODEL = "bloom-176b"  # the paper's figures are BLOOM-176B's; other models are shown for scale
+SIX = ("baseline-a100", "baseline-h100", "splitwise-aa", "splitwise-hh", "splitwise-ha", "splitwise-hhcap")
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """One number of ours beside the paper's. `higher_wins` states the paper's direction (None: a
+    split or a count, where no winner is implied)."""
+
+    section: str
+    item: str
+    model: str
+    assumptions: str
+    ours: float | None
+    paper: float | None
+    higher_wins: bool | None = None
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if self.ours is None or self.paper in (None, 0):
+            return None
+        return self.ours / self.paper  # type: ignore[operator]
+
+    @property
+    def direction_ok(self) -> bool | None:
+        """For a ratio claim X/Y with the paper saying X wins: do we also have X winning?"""
+        if self.higher_wins is None or self.ours is None or self.paper is None:
+            return None
+        return (self.ours > 1.0) == (self.paper > 1.0) if self.higher_wins else \
+            (self.ours < 1.0) == (self.paper < 1.0)
+
+    def to_json(self) -> dict[str, object]:
+        return {"section": self.section, "item": self.item, "model": self.model,
+                "assumptions": self.assumptions, "ours": self.ours, "paper": self.paper,
+                "ratio": self.ratio, "direction_ok": self.direction_ok, "note": self.note}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReproduceRequest:
+    out_dir: str | Path = "reproduce-report"
+    quick: bool = False
+    models: tuple[str, ...] = ("bloom-176b", "llama2-70b")
+    assumptions: tuple[str, ...] = ("compat", "splitplan")
+    rate_rps: float = 70.0
+    duration_s: float = 120.0
+    seed: int = 0
+    jobs: int = 1
+
+    def __post_init__(self) -> None:
+        from splitplan.catalog import get_model
+
+        for a in self.assumptions:
+            if a not in ("compat", "splitplan"):
+                raise InputError(f"unknown assumptions {a!r} (expected compat or splitplan)")
+        if not self.assumptions or not self.models:
+            raise InputError("reproduce needs at least one model and one set of assumptions")
+        for m in self.models:
+            get_model(m)
+        if not (self.duration_s > 0 and self.rate_rps > 0):
+            raise InputError("duration and rate must be positive")
+        if not (isinstance(self.jobs, int) and self.jobs >= 1):
+            raise InputError(f"jobs must be an integer ≥ 1, got {self.jobs!r}")
+
+
+@dataclass(slots=True)
+class ReproduceReport:
+    comparisons: list[Comparison] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    def directions_match(self, assumptions: str = "compat", model: str = PAPER_MODEL) -> bool:
+        """Does the winner of every comparison match the paper's (its model, the given assumptions)?"""
+        return all(c.direction_ok is not False for c in self.comparisons
+                   if c.assumptions == assumptions and c.model == model)
+
+    def to_json(self) -> dict[str, object]:
+        return {"comparisons": [c.to_json() for c in self.comparisons], "files": self.files,
+                "notes": self.notes, "wall_s": round(self.wall_s, 3),
+                "directions_match": {a: self.directions_match(a) for a in
+                                     sorted({c.assumptions for c in self.comparisons})}}
+
+    def markdown(self) -> str:
+        lines = ["# splitplan vs the Splitwise paper (ISCA 2024)", "",
+                 "Each row: splitplan's number, the paper's (BLOOM-176B figures; Llama2-70B rows are shown "
+                 "beside the same figures for scale), and their ratio. `compat` runs use the reference "
+                 "simulator's assumptions and measured profile; `splitplan` runs use splitplan's defaults "
+                 "(calibrated analytic model, layer-wise KV transfer, GQA-sized KV cache).", ""]
+        section = None
+        for c in self.comparisons:
+            if c.section != section:
+                section = c.section
+                lines += ["", f"## {section}", "",
+                          "| item | model | assumptions | splitplan | paper | ratio | direction | note |",
+                          "|---|---|---|---|---|---|---|---|"]
+            ours = "—" if c.ours is None else f"{c.ours:.4g}"
+            paper = "—" if c.paper is None else f"{c.paper:.4g}"
+            ratio = "—" if c.ratio is None else f"{c.ratio:.2f}"
+            d = {True: "same", False: "**differs**", None: ""}[c.direction_ok]
+            lines.append(f"| {c.item} | {c.model} | {c.assumptions} | {ours} | {paper} | {ratio} | {d} | "
+                         f"{c.note} |")
+        if self.notes:
+            lines += ["", "## Notes", ""] + [f"- {n}" for n in self.notes]
+        lines += ["", f"Generated by `splitplan reproduce` in {self.wall_s:.0f} s."]
+        return "\n".join(lines) + "\n"
+
+
+def _compat_config() -> Path:
+    for base in (Path(__file__).resolve().parents[2] / "examples", Path.cwd() / "examples"):
+        if (base / COMPAT_CONFIG).is_file():
+            return base / COMPAT_CONFIG
+    raise InputError(f"examples/{COMPAT_CONFIG} not found: run from a splitplan checkout")
+
+
+def _search_kwargs(assumptions: str) -> dict[str, object]:
+    if assumptions == "compat":
+        return {"config": str(_compat_config())}
+    if assumptions == "splitplan":
+        return {}
+    raise InputError(f"unknown assumptions {assumptions!r} (expected compat or splitplan)")
+
+
+def reproduce(req: ReproduceRequest, progress: Callable[[str], None] | None = None) -> ReproduceReport:
+    """Run the paper's comparisons; write report.md, report.json and the Fig. 12 plots to out_dir."""
+    t0 = time.perf_counter()
+    out = Path(req.out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create output folder {out}: {exc.strerror or exc}") from None
+    report = ReproduceReport()
+    assumptions = list(req.assumptions)
+    if "compat" in assumptions and not (shared_dir() / "reference" / "splitwise-sim").is_dir():
+        assumptions.remove("compat")
+        report.notes.append("../shared/reference/splitwise-sim not found: compat runs skipped")
+    models = req.models[:1] if req.quick else req.models
+    duration = min(req.duration_s, 60.0) if req.quick else req.duration_s
+    say = progress or (lambda _msg: None)
+    for model in models:
+        for assume in assumptions:
+            run = _Run(req, model, assume, duration, out, report, say)
+            run.fig12()
+            run.iso_budget("iso-power", "conversation")
+            if not req.quick:
+                run.iso_budget("iso-power", "coding")
+                run.iso_budget("iso-cost", "conversation")
+                run.iso_throughput()
+                run.batch_mode()
+                run.robustness()
+    report.notes.append(
+        "Directions (which design wins) are judged on the BLOOM-176B compat runs, which use the paper's "
+        "model and its simulator's assumptions; Llama2-70B rows are shown for scale. Where the splitplan "
+        "column departs from them, the cause is a modelling difference: "
+        "splitplan's analytic decode time grows with the KV context read each iteration (the reference "
+        "interpolates decode time in batch size only), which penalizes A100 token pools on long "
+        "conversation contexts; KV transfer is layer-wise and KV size is GQA-aware.")
+    report.notes.append(
+        "The paper is internally inconsistent on Splitwise-AA at iso-power: its text says 2.15x "
+        "Baseline-A100 at the same power and cost, its Fig. 18 shows about 2.4x; both are compared.")
+    report.notes.append(
+        "Cost ties: every 30-machine split of Fig. 12 costs the same; the paper reports 27P+3T, splitplan "
+        "breaks ties by lower power, then fewer prompt machines, so a different split of the same cost "
+        "can be reported — the machine count and cost are the comparable numbers.")
+    report.wall_s = time.perf_counter() - t0
+    write_text_atomic(out / "report.md", report.markdown())
+    write_text_atomic(out / "report.json", json.dumps(report.to_json(), indent=2, allow_nan=False))
+    report.files += [str(out / "report.md"), str(out / "report.json")]
+    return report
+
+
+@dataclass(slots=True)
+class _Run:
+    req: ReproduceRequest
+    model: str
+    assume: str
+    duration_s: float
+    out: Path
+    report: ReproduceReport
+    say: Callable[[str], None]
+    iso_power_rates: dict[tuple[str, str], float] = field(default_factory=dict)
+    iso_power_splits: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+
+    def add(self, section: str, item: str, ours: float | None, paper: float | None,
+            higher_wins: bool | None = None, note: str = "") -> None:
+        self.report.comparisons.append(Comparison(section, item, self.model, self.assume, ours, paper,
+                                                  higher_wins, note))
+
+    def search(self, workload: str, **kw: object) -> SearchOutcome:
+        wr = WorkloadRequest(workload=workload, rate_rps=float(kw.pop("rate_rps", self.req.rate_rps)),
+                             duration_s=self.duration_s)
+        base = SearchRequest(workload=wr, model=self.model, seed=self.req.seed, jobs=self.req.jobs,
+                             **_search_kwargs(self.assume))  # type: ignore[arg-type]
+        return search(replace(base, **kw))  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ Fig. 12
+    def fig12(self) -> None:
+        self.say(f"Fig. 12 ({self.model}, {self.assume})")
+        res = self.search("coding", designs=("splitwise-hh",), objective="cost").results[0]
+        sec = "Fig. 12: Splitwise-HH, coding, 70 req/s, cost-optimal configuration"
+        if not res.meets_slo:
+            self.add(sec, "machines", None, 30, note="no configuration meets the SLOs")
+            return
+        self.add(sec, "machines (prompt + token)", res.machines, 30)
+        self.add(sec, "prompt machines", res.prompt_machines, PAPER_FIG12["prompt_machines"])
+        self.add(sec, "token machines", res.token_machines, PAPER_FIG12["token_machines"])
+        self.add(sec, "cost $/h", res.cost_usd_per_h, 30 * 38.0)
+        kw = _search_kwargs(self.assume)
+        scenario = build_scenario(
+            workload=WorkloadRequest(workload="coding", rate_rps=self.req.rate_rps,
+                                     duration_s=self.duration_s),
+            model=self.model, config=kw.get("config"), seed=self.req.seed)  # type: ignore[arg-type]
+        engine = "analytic" if self.req.quick else "hybrid"
+        hm = heatmap(get_design("splitwise-hh"), scenario, engine=engine, jobs=self.req.jobs)
+        png = self.out / f"fig12_{self.model}_{self.assume}.png"
+        hm.plot(png)
+        self.report.files.append(str(png))
+
+    # ------------------------------------------------------------------ iso-power / iso-cost
+    def iso_budget(self, budget: str, workload: str) -> None:
+        self.say(f"{budget} {workload} ({self.model}, {self.assume})")
+        res = {r.design: r for r in self.search(workload, objective="throughput", budget=budget,
+                                                designs=SIX).results}
+        rate = {d: (r.rate_rps if r.meets_slo else None) for d, r in res.items()}
+        splits = PAPER_ISO_POWER_SPLITS if budget == "iso-power" else PAPER_ISO_COST_SPLITS
+        sec = f"{budget}, {workload}: optimal splits (prompt/token machines)"
+        for (wl, d), (pp, pt) in splits.items():
+            if wl != workload:
+                continue
+            r = res[d]
+            self.add(sec, f"{d} prompt machines", r.prompt_machines, pp)
+            self.add(sec, f"{d} token machines", r.token_machines, pt)
+        if budget == "iso-power":
+            for d in SIX:
+                r = res[d]
+                if r.meets_slo and not r.baseline:
+                    self.iso_power_rates[(workload, d)] = float(r.rate_rps or 0.0)
+                    self.iso_power_splits[(workload, d)] = (int(r.prompt_machines or 0),
+                                                            int(r.token_machines or 0))
+                elif r.meets_slo:
+                    self.iso_power_rates[(workload, d)] = float(r.rate_rps or 0.0)
+        base_a, base_h = rate.get("baseline-a100"), rate.get("baseline-h100")
+
+        def ratio(x: float | None, y: float | None) -> float | None:
+            return None if x is None or not y else x / y
+
+        if budget == "iso-power" and workload == "conversation":
+            sec = "Fig. 18: iso-power, conversation, throughput normalized to Baseline-A100 (70 machines)"
+            for d, paper in PAPER_FIG18.items():
+                self.add(sec, f"{d} / baseline-a100", ratio(rate.get(d), base_a), paper, higher_wins=True)
+            self.add(sec, "splitwise-aa / baseline-a100 (text)", ratio(rate.get("splitwise-aa"), base_a),
+                     2.15, higher_wins=True, note="text figure; Fig. 18 shows 2.4")
+            self.add(sec, "splitwise-ha / baseline-h100", ratio(rate.get("splitwise-ha"), base_h), 1.18,
+                     higher_wins=True)
+            ha, bh = res["splitwise-ha"], res["baseline-h100"]
+            if ha.meets_slo and bh.meets_slo:
+                self.add(sec, "splitwise-ha cost / baseline-h100 cost",
+                         (ha.cost_usd_per_h or 0) / (bh.cost_usd_per_h or math.inf), 0.9, higher_wins=False)
+        if budget == "iso-cost":
+            sec = "iso-cost, conversation: Splitwise-AA against Baseline-H100"
+            aa, bh = res["splitwise-aa"], res["baseline-h100"]
+            self.add(sec, "throughput AA / baseline-h100", ratio(rate.get("splitwise-aa"), base_h), 1.4,
+                     higher_wins=True)
+            if aa.meets_slo and bh.meets_slo:
+                self.add(sec, "power AA / baseline-h100", (aa.power_kw or 0) / (bh.power_kw or math.inf),
+                         1.25, higher_wins=True)
+                self.add(sec, "machines AA / baseline-h100", (aa.machines or 0) / (bh.machines or 1), 2.0,
+                         higher_wins=True)
+
+    # ------------------------------------------------------------------ Fig. 19
+    def iso_throughput(self) -> None:
+        """At Baseline-H100's iso-power conversation rate: HHcap's power and AA's cost against it."""
+        target = self.iso_power_rates.get(("conversation", "baseline-h100"))
+        sec = "Fig. 19: iso-throughput (Baseline-H100's iso-power conversation rate)"
+        if not target:
+            self.add(sec, "target rate", None, None, note="Baseline-H100 met no SLO at iso-power")
+            return
+        self.say(f"iso-throughput at {target:.1f} req/s ({self.model}, {self.assume})")
+        pw = {r.design: r for r in self.search("conversation", rate_rps=target, objective="power",
+                                               designs=("baseline-h100", "splitwise-hhcap"),
+                                               max_machines=ISO_THROUGHPUT_MAX_MACHINES).results}
+        co = {r.design: r for r in self.search("conversation", rate_rps=target, objective="cost",
+                                               designs=("baseline-h100", "splitwise-aa"),
+                                               max_machines=ISO_THROUGHPUT_MAX_MACHINES).results}
+        bh_p, cap = pw["baseline-h100"], pw["splitwise-hhcap"]
+        bh_c, aa = co["baseline-h100"], co["splitwise-aa"]
+        self.add(sec, "power HHcap / baseline-h100",
+                 (cap.power_kw / bh_p.power_kw) if cap.meets_slo and bh_p.meets_slo else None, 0.75,  # type: ignore[operator]
+                 higher_wins=False)
+        self.add(sec, "cost AA / baseline-h100",
+                 (aa.cost_usd_per_h / bh_c.cost_usd_per_h) if aa.meets_slo and bh_c.meets_slo else None,  # type: ignore[operator]
+                 0.75, higher_wins=False)
+
+    # ------------------------------------------------------------------ batch mode
+    def batch_mode(self) -> None:
+        """No latency SLO: every request queued at once; throughput = requests / makespan, per cost unit.
+
+        Clusters spend the iso-cost budget (40 DGX-H100s' cost); Splitwise designs take their best split.
+        """
+        self.say(f"batch mode ({self.model}, {self.assume})")
+        kw = _search_kwargs(self.assume)
+        scenario = build_scenario(
+            workload=WorkloadRequest(workload="conversation", rate_rps=self.req.rate_rps,
+                                     duration_s=self.duration_s),
+            model=self.model, config=kw.get("config"), seed=self.req.seed)  # type: ignore[arg-type]
+        wl = scenario.workload
+        queued = Workload(arrival_s=np.zeros(wl.n), prompt_tokens=wl.prompt_tokens,
+                          output_tokens=wl.output_tokens, name=f"{wl.name} (batch)")
+        # every request queued at once: decode KV must be reserved with the prompt, or a machine fills
+        # its memory with prompts whose decodes never start (the reference's admission would deadlock)
+        batch = replace(scenario, workload=queued,
+                        sim=replace(scenario.sim, max_backlog_s=1e9, prompt_reserves_decode_kv=True))
+        budget = 40 * get_design("baseline-h100").prompt.cost_usd_per_h
+        per_unit: dict[str, float] = {}
+        for name in ("baseline-a100", "splitwise-aa", "splitwise-hh", "baseline-h100"):
+            d = get_design(name)
+            cp, ct = d.prompt.cost_usd_per_h, d.token.cost_usd_per_h
+            if d.is_baseline:
+                configs = [ClusterConfig.baseline(d, int(budget // cp))]
+            else:
+                configs = [ClusterConfig(design=d, prompt_machines=p,
+                                         token_machines=int((budget - p * cp) // ct))
+                           for p in range(1, int(budget // cp)) if (budget - p * cp) // ct >= 1]
+            best = 0.0
+            for cfg in configs:
+                res = simulate_des(cfg, batch)
+                if res.completed == wl.n:
+                    makespan = float(np.nanmax(res.per_request.e2e_s))  # type: ignore[union-attr]
+                    best = max(best, wl.n / makespan / (cfg.cost_usd_per_h / A100_COST_USD_PER_H))
+            per_unit[name] = best
+        sec = "Batch mode (no SLO): requests/s per cost unit (one DGX-A100-hour), all requests queued at once"
+        for d, paper in (("baseline-a100", 0.89), ("splitwise-aa", 0.89), ("splitwise-hh", 0.75),
+                         ("baseline-h100", 0.75)):
+            self.add(sec, d, per_unit.get(d) or None, paper, note="absolute level depends on the workload")
+        a, h = per_unit.get("baseline-a100"), per_unit.get("baseline-h100")
+        self.add(sec, "baseline-a100 / baseline-h100 per cost", None if not (a and h) else a / h,
+                 0.89 / 0.75, higher_wins=True)
+        aa, hh = per_unit.get("splitwise-aa"), per_unit.get("splitwise-hh")
+        self.add(sec, "splitwise-aa / splitwise-hh per cost", None if not (aa and hh) else aa / hh,
+                 0.89 / 0.75, higher_wins=True)
+
+    # ------------------------------------------------------------------ robustness
+    def robustness(self) -> None:
+        """Clusters sized (iso-power) for coding, run on conversation: throughput lost vs the best."""
+        self.say(f"robustness ({self.model}, {self.assume})")
+        sec = "Robustness: iso-power coding-sized cluster on conversation (throughput kept)"
+        for d, paper in (("splitwise-aa", 1.0), ("splitwise-hh", 1.0), ("splitwise-ha", 0.93),
+                         ("splitwise-hhcap", 0.93)):
+            split = self.iso_power_splits.get(("coding", d))
+            best = self.iso_power_rates.get(("conversation", d))
+            if split is None or not best:
+                self.add(sec, d, None, paper, note="no iso-power optimum to compare")
+                continue
+            p, t = split
+            r = self.search("conversation", objective="throughput", budget="iso-power", designs=(d,),
+                            prompt_range=f"{p}:{p}", token_range=f"{t}:{t}").results[0]
+            kept = (r.rate_rps or 0.0) / best if r.meets_slo else 0.0
+            self.add(sec, f"{d} ({p}P+{t}T)", kept, paper)

@@ -324,12 +324,13 @@ class _Run:
             self.add(sec, "target rate", None, None, note="Baseline-H100 met no SLO at iso-power")
             return
         self.say(f"iso-throughput at {target:.1f} req/s ({self.model}, {self.assume})")
+        wide = f"1:{ISO_THROUGHPUT_MAX_MACHINES}"
         pw = {r.design: r for r in self.search("conversation", rate_rps=target, objective="power",
                                                designs=("baseline-h100", "splitwise-hhcap"),
-                                               max_machines=ISO_THROUGHPUT_MAX_MACHINES).results}
+                                               prompt_range=wide, token_range=wide).results}
         co = {r.design: r for r in self.search("conversation", rate_rps=target, objective="cost",
                                                designs=("baseline-h100", "splitwise-aa"),
-                                               max_machines=ISO_THROUGHPUT_MAX_MACHINES).results}
+                                               prompt_range=wide, token_range=wide).results}
         bh_p, cap = pw["baseline-h100"], pw["splitwise-hhcap"]
         bh_c, aa = co["baseline-h100"], co["splitwise-aa"]
         self.add(sec, "power HHcap / baseline-h100",

@@ -18,11 +18,13 @@ def fmt(x: float | None, spec: str = ".1f", none: str = "—") -> str:
 
 def make_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[str]],
                *, right_from: int = 1, no_wrap: Sequence[int] = (0,)) -> Any:
-    """A rich Table with `columns`; columns from index `right_from` on are right-aligned (numbers),
-    columns in `no_wrap` never wrap (names)."""
+    """A compact rich Table (fits an 80-column terminal) with `columns`; columns from index
+    `right_from` on are right-aligned (numbers), columns in `no_wrap` never wrap (names)."""
+    from rich import box
     from rich.table import Table
 
-    t = Table(title=title)
+    t = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left", padding=(0, 1),
+              collapse_padding=True)
     for i, c in enumerate(columns):
         t.add_column(c, justify="right" if i >= right_from else "left", no_wrap=i in no_wrap)
     for r in rows:
@@ -34,8 +36,8 @@ def _config_cell(r: DesignResult) -> str:
     if not r.meets_slo:
         return "infeasible"
     if r.baseline:
-        return f"{r.machines} machines"
-    return f"{r.prompt_machines}P + {r.token_machines}T"
+        return f"N={r.machines}"
+    return f"{r.prompt_machines}P+{r.token_machines}T"
 
 
 def _pools_cell(r: DesignResult) -> str:
@@ -51,20 +53,25 @@ def _pools_cell(r: DesignResult) -> str:
 def search_table(outcome: SearchOutcome) -> Any:
     """One row per design: best configuration, cost, power, throughput, binding SLO, verified-by."""
     best = outcome.best
+    # paper designs say their pools in their names; show pools only for custom families
+    show_pools = any(r.design.startswith("custom") for r in outcome.results)
     rows = []
     for r in outcome.results:
-        star = " ★" if best is not None and r is best else ""
-        rows.append([
-            r.design + star, _pools_cell(r), _config_cell(r), fmt(r.cost_usd_per_h, ".2f"),
-            fmt(r.power_kw, ".1f"), fmt(r.rate_rps, ".1f"),
+        star = " *" if best is not None and r is best else ""
+        row = [r.design + star] + ([_pools_cell(r)] if show_pools else []) + [
+            _config_cell(r), fmt(r.cost_usd_per_h, ",.0f"), fmt(r.power_kw, ".1f"), fmt(r.rate_rps, ".1f"),
             (r.binding_slo or "—") if r.meets_slo else "—",
             fmt(None if r.headroom is None else 100 * r.headroom, "+.1f") + ("%" if r.headroom is not None
                                                                           and r.meets_slo else ""),
-            (r.verified_by or "—") + (f" ×{r.des_evaluations}" if r.des_evaluations else ""),
-        ])
-    title = f"Best configuration per design (objective: {outcome.objective}; verified: engine × DES runs)"
-    return make_table(title, ["design", "pools", "config", "$/h", "kW", "req/s", "binding",
-                              "headroom", "verified"], rows, right_from=3, no_wrap=(0,))
+            (r.verified_by or "—") + (f"×{r.des_evaluations}" if r.des_evaluations else ""),
+        ]
+        rows.append(row)
+    title = (f"Best configuration per design (objective: {outcome.objective}; N = baseline machines; "
+             "verified: engine×DES runs)")
+    columns = ["design"] + (["pools"] if show_pools else []) + [
+        "config", "$/h", "kW", "req/s", "binding", "headroom", "verified"]
+    first_number = 3 if show_pools else 2
+    return make_table(title, columns, rows, right_from=first_number, no_wrap=tuple(range(len(columns))))
 
 
 def search_summary(outcome: SearchOutcome) -> str:

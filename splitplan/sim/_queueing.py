@@ -87,9 +87,12 @@ def row_percentiles(values: FloatArray, pcts: tuple[int, ...]) -> FloatArray:
     pos = np.array(pcts, dtype=np.float64) / 100.0 * (n - 1)
     lo = np.floor(pos).astype(np.int64)
     hi = np.minimum(lo + 1, n - 1)
-    kth = np.unique(np.concatenate([lo, hi]))
-    part = np.partition(values, kth, axis=-1)
     frac = pos - lo
+    exact = frac == 0.0
+    # positions that fall on a sample need no upper neighbour (fewer partition pivots)
+    kth = np.unique(np.concatenate([lo, hi[~exact]]))
+    part = np.partition(values, kth, axis=-1)
+    hi = np.where(exact, lo, hi)
     vlo = part[..., lo]
     vhi = part[..., hi]
     with np.errstate(invalid="ignore"):

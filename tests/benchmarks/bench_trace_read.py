@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from splitplan.workload import Workload, read_trace, write_trace
+from splitplan.workload.readers import AZURE_COLUMNS
 
 REPO = Path(__file__).resolve().parents[2]
 AZURE = REPO.parent / "shared" / "data" / "azure-llm-2023"
@@ -40,7 +41,7 @@ def million_rows(d: Path, n: int = 1_000_000) -> tuple[Path, Path]:
     stamps = np.datetime_as_string(start + (t * 1e9).astype("timedelta64[ns]"), unit="us")
     az = d / "azure_1m.csv"
     with open(az, "w") as fh:
-        fh.write("TIMESTAMP,ContextTokens,GeneratedTokens\n")
+        fh.write(",".join(AZURE_COLUMNS) + "\n")
         fh.writelines(f"{s.replace('T', ' ')},{a},{b}\n" for s, a, b in zip(stamps, p, o, strict=True))
     ref = d / "reference_1m.csv"
     write_trace(Workload(arrival_s=t, prompt_tokens=p, output_tokens=o), ref)

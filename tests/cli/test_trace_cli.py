@@ -10,7 +10,7 @@ import pytest
 
 from splitplan.cli import main
 from splitplan.workload import read_trace
-from splitplan.workload.readers import REFERENCE_COLUMNS
+from splitplan.workload.readers import AZURE_COLUMNS, REFERENCE_COLUMNS
 
 
 def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict:
@@ -57,7 +57,7 @@ def test_stats_table_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 def test_convert_azure_to_reference(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "az.csv"
-    src.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,4808,10\n"
+    src.write_text(",".join(AZURE_COLUMNS) + "\n2023-11-16 18:17:03.9799600,4808,10\n"
                    "2023-11-16 18:17:04.0319600,3180,8\n")
     out = tmp_path / "ref.csv"
     doc = _json(capsys, ["trace", "convert", str(src), str(out), "--json"])

@@ -9,10 +9,10 @@ import pytest
 
 from splitplan.errors import InputError
 from splitplan.workload import Workload, read_trace, scan_trace, write_trace
-from splitplan.workload.readers import REFERENCE_COLUMNS
+from splitplan.workload.readers import AZURE_COLUMNS, REFERENCE_COLUMNS
 
 REF_HEADER = ",".join(REFERENCE_COLUMNS)
-AZ_HEADER = "TIMESTAMP,ContextTokens,GeneratedTokens"
+AZ_HEADER = ",".join(AZURE_COLUMNS)
 
 
 def _write(tmp_path: Path, text: str, name: str = "t.csv") -> Path:

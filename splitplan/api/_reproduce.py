@@ -234,9 +234,17 @@ class _Run:
         self.report.comparisons.append(Comparison(section, item, self.model, self.assume, ours, paper,
                                                   higher_wins, note))
 
+    def workload(self, name: str, rate_rps: float | None = None) -> WorkloadRequest:
+        return WorkloadRequest(workload=name, rate_rps=self.req.rate_rps if rate_rps is None else rate_rps,
+                               duration_s=self.duration_s)
+
+    def scenario(self, workload: str):  # -> Scenario
+        config = _search_kwargs(self.assume).get("config")
+        return build_scenario(workload=self.workload(workload), model=self.model,
+                              config=config, seed=self.req.seed)  # type: ignore[arg-type]
+
     def search(self, workload: str, **kw: object) -> SearchOutcome:
-        wr = WorkloadRequest(workload=workload, rate_rps=float(kw.pop("rate_rps", self.req.rate_rps)),
-                             duration_s=self.duration_s)
+        wr = self.workload(workload, kw.pop("rate_rps", None))  # type: ignore[arg-type]
         base = SearchRequest(workload=wr, model=self.model, seed=self.req.seed, jobs=self.req.jobs,
                              **_search_kwargs(self.assume))  # type: ignore[arg-type]
         return search(replace(base, **kw))  # type: ignore[arg-type]
@@ -253,11 +261,7 @@ class _Run:
         self.add(sec, "prompt machines", res.prompt_machines, PAPER_FIG12["prompt_machines"])
         self.add(sec, "token machines", res.token_machines, PAPER_FIG12["token_machines"])
         self.add(sec, "cost $/h", res.cost_usd_per_h, 30 * 38.0)
-        kw = _search_kwargs(self.assume)
-        scenario = build_scenario(
-            workload=WorkloadRequest(workload="coding", rate_rps=self.req.rate_rps,
-                                     duration_s=self.duration_s),
-            model=self.model, config=kw.get("config"), seed=self.req.seed)  # type: ignore[arg-type]
+        scenario = self.scenario("coding")
         engine = "analytic" if self.req.quick else "hybrid"
         hm = heatmap(get_design("splitwise-hh"), scenario, engine=engine, jobs=self.req.jobs)
         png = self.out / f"fig12_{self.model}_{self.assume}.png"
@@ -347,11 +351,7 @@ class _Run:
         Clusters spend the iso-cost budget (40 DGX-H100s' cost); Splitwise designs take their best split.
         """
         self.say(f"batch mode ({self.model}, {self.assume})")
-        kw = _search_kwargs(self.assume)
-        scenario = build_scenario(
-            workload=WorkloadRequest(workload="conversation", rate_rps=self.req.rate_rps,
-                                     duration_s=self.duration_s),
-            model=self.model, config=kw.get("config"), seed=self.req.seed)  # type: ignore[arg-type]
+        scenario = self.scenario("conversation")
         wl = scenario.workload
         queued = Workload(arrival_s=np.zeros(wl.n), prompt_tokens=wl.prompt_tokens,
                           output_tokens=wl.output_tokens, name=f"{wl.name} (batch)")

@@ -9,10 +9,13 @@ from the guess, then bisection). Each grid point is then decided by the DES itse
 dominance from a DES-decided point (p' ≥ p, t' ≥ t infeasible ⇒ (p, t) infeasible; p' ≤ p, t' ≤ t
 feasible ⇒ feasible), so under monotonicity the result equals an exhaustive DES sweep whatever
 the analytic error. Monotonicity can fail by a hair near the frontier (one more machine reorders
-a queue); as a guard, every dominance-infeasible point that is cheaper than the optimum and whose
-analytic margin is above −band is re-checked with the DES. With band = ∞ the answer is exact
-without any assumption; with band = 0.3 it is exact unless the DES is non-monotone at a point the
-analytic screen misjudges by more than 30 %.
+a queue); as a guard, every dominance-infeasible point that is cheaper than the optimum is
+re-checked with the DES when its analytic margin is above −band, or when every DES-infeasible
+point that dominates it failed by less than WITNESS_MARGIN and one of them is at most
+WITNESS_REACH machines away (a near miss is weak evidence for its close neighbours: with one token
+machine, say, the DES can fail at 31 prompt machines by 6 % and pass at 29). With band = ∞ the
+answer is exact without any assumption; with band = 0.3 it is exact unless the DES is non-monotone
+at a point the analytic screen misjudges by more than 30 % and that not only near misses dominate.
 """
 
 from __future__ import annotations
@@ -28,6 +31,11 @@ from splitplan.search.evaluate import Decision, Evaluator, Screen
 from splitplan.search.store import point_key
 
 Point = tuple[int, int]
+# A DES-infeasible point that failed by less than this (relative headroom of its binding SLO)
+# does not settle the points up to WITNESS_REACH machines below it by itself: they are re-checked
+# when cheaper than the optimum.
+WITNESS_MARGIN = 0.1
+WITNESS_REACH = 2
 
 
 @dataclass(slots=True)
@@ -155,16 +163,39 @@ def make_grid(p_range: tuple[int, int], t_range: tuple[int, int], baseline: bool
     return Grid(p_values=p, t_values=t)
 
 
-def classify(grid: Grid, decided: dict[Point, Decision]) -> tuple[np.ndarray, np.ndarray]:
-    """(meets, how) over the grid (shape grid.shape): how = 0 des, 1 dominance, 2 undecided/conflict."""
+def _des_grid(grid: Grid, decided: dict[Point, Decision]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ok, bad, DES margin) over the grid from the DES-decided points (margin NaN elsewhere)."""
     n_p, n_t = grid.shape
     p_index = {int(v): i for i, v in enumerate(grid.p_values)}
     t_index = {int(v): j for j, v in enumerate(grid.t_values)}
     ok = np.zeros((n_p, n_t), dtype=bool)
     bad = np.zeros((n_p, n_t), dtype=bool)
+    margin = np.full((n_p, n_t), np.nan)
     for (p, t), d in decided.items():
         if p in p_index and t in t_index:
             (ok if d.meets else bad)[p_index[p], t_index[t]] = True
+            margin[p_index[p], t_index[t]] = d.margin
+    return ok, bad, margin
+
+
+def near_miss_only(grid: Grid, decided: dict[Point, Decision]) -> np.ndarray:
+    """Per point (flat): every DES-infeasible point that dominates it (p' ≥ p, t' ≥ t) failed by
+    less than WITNESS_MARGIN, and one of them is at most WITNESS_REACH machines away."""
+    _ok, bad, margin = _des_grid(grid, decided)
+    w = np.where(bad, margin, np.inf)[::-1, ::-1]
+    strongest = np.minimum.accumulate(np.minimum.accumulate(w, axis=0), axis=1)[::-1, ::-1]
+    near_miss = bad & (margin > -WITNESS_MARGIN)
+    close = np.zeros_like(bad)
+    n_p, n_t = bad.shape
+    for a in range(WITNESS_REACH + 1):
+        for b in range(WITNESS_REACH + 1 - a):
+            close[: n_p - a, : n_t - b] |= near_miss[a:, b:]
+    return (close & (strongest > -WITNESS_MARGIN)).ravel()
+
+
+def classify(grid: Grid, decided: dict[Point, Decision]) -> tuple[np.ndarray, np.ndarray]:
+    """(meets, how) over the grid (shape grid.shape): how = 0 des, 1 dominance, 2 undecided/conflict."""
+    ok, bad, _margin = _des_grid(grid, decided)
     # feasible if some DES-feasible point is ≤ componentwise; infeasible if some DES-infeasible is ≥
     up = np.maximum.accumulate(np.maximum.accumulate(ok, axis=0), axis=1)
     down = np.maximum.accumulate(np.maximum.accumulate(bad[::-1, ::-1], axis=0), axis=1)[::-1, ::-1]
@@ -195,12 +226,17 @@ def best_index(meets: np.ndarray, ok_budget: np.ndarray, obj: np.ndarray, machin
 
 
 def verify_candidates(how: np.ndarray, meets: np.ndarray, ok_budget: np.ndarray, obj: np.ndarray,
-                      margin: np.ndarray, best_obj: float, band: float) -> np.ndarray:
+                      margin: np.ndarray, best_obj: float, band: float,
+                      near_miss: np.ndarray | None = None) -> np.ndarray:
     """Flat indices the hybrid re-checks with the DES: undecided points, and dominance-infeasible
-    points no dearer than the optimum whose analytic margin is within the band."""
+    points no dearer than the optimum whose analytic margin is within the band or that only close
+    near misses dominate (`near_miss_only`)."""
     undecided = how == 2
+    doubtful = margin >= -band
+    if near_miss is not None:
+        doubtful |= near_miss
     # ties count too: a tied point may win the tie-break (fewer machines, then fewer prompt machines)
-    suspicious = (how == 1) & ~meets & ok_budget & (obj <= best_obj + 1e-9) & (margin >= -band)
+    suspicious = (how == 1) & ~meets & ok_budget & (obj <= best_obj + 1e-9) & doubtful
     return np.nonzero(undecided | suspicious)[0]
 
 

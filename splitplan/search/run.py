@@ -26,6 +26,7 @@ from splitplan.search.grid import (
     decide_points,
     guesses_for,
     make_grid,
+    near_miss_only,
     objective_values,
     verify_candidates,
     walk_columns,
@@ -195,7 +196,8 @@ VERIFY_ROUNDS = 3
 
 def _verify(ctx: _Ctx, states: list[_GridState]) -> None:
     """The hybrid's guard, for every design in one parallel batch per round: DES-check undecided
-    points and dominance-infeasible points cheaper than the optimum within the analytic band."""
+    points and dominance-infeasible points cheaper than the optimum within the analytic band or
+    dominated only by near misses."""
     pb = ctx.problem
     for _ in range(VERIFY_ROUNDS):
         todo: dict[int, list[tuple[int, int]]] = {}
@@ -210,7 +212,7 @@ def _verify(ctx: _Ctx, states: list[_GridState]) -> None:
             best_obj = obj[bi] if bi is not None else math.inf
             margin = st.screen.margin if st.screen is not None else np.full(len(p), math.inf)
             idx = verify_candidates(how, meets, ok_budget, obj, np.nan_to_num(margin, nan=math.inf),
-                                    best_obj, pb.band)
+                                    best_obj, pb.band, near_miss_only(st.grid, st.decided))
             if len(idx):
                 todo[id(st)] = [(int(p[i]), int(t[i])) for i in idx]
         if not todo:

@@ -26,8 +26,9 @@ def _speed(machine) -> float:
 class FakeEvaluator:
     prompt_need: float = 26.5      # prompt capacity units needed at factor 1
     token_need: float = 2.5
-    bias: float = 0.0              # analytic margin = true margin · (1 + bias) + noise
+    bias: float = 0.0              # analytic margin = true margin · (1 + bias) + offset + noise
     noise: float = 0.0
+    offset: float = 0.0
     notch: tuple[int, int] | None = None   # a DES-infeasible point inside the feasible region
     calls: list[tuple[str, int, int, float]] = field(default_factory=list)
     screens: int = 0
@@ -46,7 +47,7 @@ class FakeEvaluator:
 
     def screen(self, design, prompt, token, rate_scale=1.0):
         self.screens += 1
-        m = self.true_margin(design, prompt, token, rate_scale) * (1 + self.bias)
+        m = self.true_margin(design, prompt, token, rate_scale) * (1 + self.bias) + self.offset
         if self.noise:
             rng = np.random.default_rng(len(np.atleast_1d(prompt)))
             m = m + rng.normal(0, self.noise, size=np.shape(m))

@@ -10,7 +10,7 @@ from search_fakes import FakeEvaluator, exhaustive_optimum
 
 from splitplan.search import SearchProblem, paper_space, run_search
 from splitplan.search.evaluate import Decision
-from splitplan.search.grid import classify, make_grid, threshold
+from splitplan.search.grid import classify, make_grid, near_miss_only, threshold
 
 DESIGNS = ("baseline-a100", "baseline-h100", "splitwise-aa", "splitwise-hh", "splitwise-ha",
            "splitwise-hhcap")
@@ -95,6 +95,29 @@ def test_a_single_non_monotone_point_does_not_change_the_answer(notch: tuple[int
     want = exhaustive_optimum(ev, space[0].design(), (1, 39), (1, 39))
     r = out.results[0]
     assert (r.prompt_machines, r.token_machines) == (want[2], want[3])
+
+
+def test_a_near_miss_does_not_settle_its_close_neighbours() -> None:
+    # the notch fails by 1 % at (29, 3); the walk takes it as proof that (28, 3) and (27, 3) fail.
+    # A screen 0.5 too pessimistic keeps them outside the band: only the near-miss rule re-checks
+    # them and finds the optimum (27, 3).
+    ev = FakeEvaluator(notch=(29, 3), offset=-0.5)
+    space = (paper_space("splitwise-aa"),)
+    out = run_search(SearchProblem(spaces=space), ev)
+    assert exhaustive_optimum(ev, space[0].design(), (1, 39), (1, 39))[2:] == (27, 3)
+    r = out.results[0]
+    assert (r.prompt_machines, r.token_machines) == (27, 3)
+
+
+def test_near_miss_only_marks_points_close_below_weak_witnesses() -> None:
+    grid = make_grid((1, 8), (1, 4), False)
+    near = {(6, 2): Decision(meets=False, margin=-0.06, binding="x")}
+    marked = near_miss_only(grid, near).reshape(grid.shape)
+    got = {(int(grid.p_values[i]), int(grid.t_values[j])) for i, j in zip(*np.nonzero(marked), strict=True)}
+    assert got == {(6, 2), (5, 2), (4, 2), (6, 1), (5, 1)}
+    # a clear failure dominating them settles them
+    strong = near | {(7, 3): Decision(meets=False, margin=-0.5, binding="x")}
+    assert not near_miss_only(grid, strong).any()
 
 
 def test_analytic_engine_uses_no_des_and_reports_it() -> None:

@@ -9,9 +9,10 @@ from splitplan.perf.check import CheckResult, GroupMape, check_profile
 
 
 def perf_check(profile: str | Path, perf: str = "analytic", tensor_parallel: int | None = 8,
-               split_seed: int = 0) -> CheckResult:
+               split_seed: int = 0, prompt_curves: str = "by-count") -> CheckResult:
     """MAPE (percent) of the analytic or profile performance model against a profile table."""
-    return check_profile(profile, perf=perf, tensor_parallel=tensor_parallel, split_seed=split_seed)
+    return check_profile(profile, perf=perf, tensor_parallel=tensor_parallel, split_seed=split_seed,
+                         prompt_curves=prompt_curves)
 
 
 @dataclass(frozen=True, slots=True)

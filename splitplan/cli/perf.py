@@ -17,19 +17,25 @@ def check_command(
     perf: Annotated[str, typer.Option("--perf", help="analytic | profile (80:20 split).")] = "analytic",
     tensor_parallel: Annotated[int, typer.Option("--tensor-parallel", help="TP rows to check.")] = 8,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the 80:20 split (profile mode).")] = 0,
+    prompt_curves: Annotated[str, typer.Option(
+        "--prompt-curves",
+        help="Profile mode: by-count (a lone prompt and a batch on their own rows) or pooled "
+             "(the reference simulator's single curve).")] = "by-count",
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """MAPE (percent) of the performance model per (model, hardware, TP, phase) group."""
     from splitplan import api
     from splitplan.cli._common import console, print_json
 
-    result = api.perf_check(profile, perf=perf, tensor_parallel=tensor_parallel, split_seed=seed)
+    result = api.perf_check(profile, perf=perf, tensor_parallel=tensor_parallel, split_seed=seed,
+                            prompt_curves=prompt_curves)
     if json_out:
         print_json(result.to_json())
         return
     from rich.table import Table
 
-    t = Table(title=f"{perf} performance model vs {profile.name}")
+    curves = f" ({result.prompt_curves} prompt curves)" if result.prompt_curves else ""
+    t = Table(title=f"{perf} performance model{curves} vs {profile.name}")
     for col in ("model", "hardware", "TP", "phase", "MAPE %", "rows"):
         t.add_column(col)
     for g in result.groups:

@@ -14,13 +14,17 @@ from splitplan.perf.memory import kv_capacity_bytes
 from splitplan.perf.profile import ProfilePerfModel, ProfileTable, read_profile
 
 
-def get_perf_model(perf: str | Path, model: ModelSpec, machine: Machine) -> PerfModel:
-    """`perf` is "analytic" (the shipped calibrated roofline) or the path of a profile CSV."""
+def get_perf_model(perf: str | Path, model: ModelSpec, machine: Machine,
+                   prompt_curves: str = "by-count") -> PerfModel:
+    """`perf` is "analytic" (the shipped calibrated roofline) or the path of a profile CSV.
+
+    `prompt_curves` applies to a profile ("by-count" or the reference's "pooled").
+    """
     if str(perf) == "analytic":
         from splitplan.perf.analytic import AnalyticPerfModel
 
         return AnalyticPerfModel(model, machine)
-    return ProfilePerfModel(read_profile(str(perf)), model, machine)
+    return ProfilePerfModel(read_profile(str(perf)), model, machine, prompt_curves)
 
 
 __all__ = [

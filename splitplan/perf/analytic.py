@@ -222,7 +222,8 @@ class AnalyticPerfModel:
         return c.token_overhead_s + c.token_seq_s * b + np.maximum(mem, comp)
 
     # -- the PerfModel protocol --------------------------------------------------------------------
-    def prompt_time_s(self, tokens: npt.ArrayLike) -> FloatArray:
+    def prompt_time_s(self, tokens: npt.ArrayLike, prompts: npt.ArrayLike = 1) -> FloatArray:
+        # `prompts` is not used: the calibration keys prompt time on batch tokens (PROMPT_SEQ_CAP)
         n = np.asarray(tokens, dtype=np.float64)
         return np.asarray(self._prompt_core(n) * self._pcap, dtype=np.float64)
 

@@ -6,7 +6,8 @@ returns float64 seconds. Implementations: `analytic` (roofline from the catalog,
 `profile` (interpolates a measured table with the reference simulator's semantics).
 
 Contract the simulators rely on:
-- `prompt_time_s(tokens)`: an all-prompt iteration whose prompts total `tokens` tokens.
+- `prompt_time_s(tokens, prompts=1)`: an all-prompt iteration of `prompts` prompts totalling
+  `tokens` tokens (a lone prompt by default). Models keyed on batch tokens alone ignore `prompts`.
 - `token_time_s(batch, context)`: an all-decode iteration of `batch` decodes whose KV context totals
   `context` tokens. Must be affine in `context` (the DES tabulates f(batch) + g·context).
 - `mixed_time_s(batch_tokens, context)`: an iteration mixing prompts and decodes, where
@@ -34,7 +35,7 @@ class PerfModel(Protocol):
     machine: Machine
     calibrated: bool
 
-    def prompt_time_s(self, tokens: npt.ArrayLike) -> FloatArray: ...
+    def prompt_time_s(self, tokens: npt.ArrayLike, prompts: npt.ArrayLike = 1) -> FloatArray: ...
 
     def token_time_s(self, batch: npt.ArrayLike, context: npt.ArrayLike) -> FloatArray: ...
 

@@ -1,7 +1,7 @@
 """Layer 1: accuracy of a performance model against a profile table (MAPE per group and overall).
 
 How a profile row (prompt_size p, batch_size b, token_size t) is compared:
-- prompt phase: `prompt_time_s(p · b)` against prompt_time;
+- prompt phase: `prompt_time_s(p · b, prompts=b)` against prompt_time;
 - token phase, analytic model: `token_time_s(b, b · (p + t/2))` against token_time — the row's
   token_time is the mean decode iteration over t tokens, during which each of the b requests holds
   on average p + t/2 tokens of KV;
@@ -25,7 +25,14 @@ from splitplan._rng import make_rng
 from splitplan.catalog import Machine, get_machine_type, get_model
 from splitplan.errors import InputError
 from splitplan.perf.base import FloatArray, PerfModel
-from splitplan.perf.profile import CAPPED_POWER, CAPPED_SUFFIX, ProfilePerfModel, ProfileTable, read_profile
+from splitplan.perf.profile import (
+    CAPPED_POWER,
+    CAPPED_SUFFIX,
+    PROMPT_CURVES,
+    ProfilePerfModel,
+    ProfileTable,
+    read_profile,
+)
 
 PERF_KINDS = ("analytic", "profile")
 TRAIN_FRACTION = 0.8
@@ -49,7 +56,7 @@ def token_context(table: ProfileTable) -> FloatArray:
 def predict(perf: PerfModel, rows: ProfileTable) -> tuple[FloatArray, FloatArray]:
     """(prompt, token) predictions in seconds for profile rows of one group."""
     n = (rows.prompt_size * rows.batch_size).astype(np.float64)
-    prompt = perf.prompt_time_s(n)
+    prompt = perf.prompt_time_s(n, rows.batch_size)
     if perf.kind == "profile":
         token = perf.decode_alone_time_s(n)
     else:
@@ -74,11 +81,13 @@ class CheckResult:
     groups: list[GroupMape]
     prompt_mape: float  # percent, over every scored row
     token_mape: float
+    prompt_curves: str | None = None  # the profile model's ("by-count" | "pooled"); None for analytic
 
     def to_json(self) -> dict[str, object]:
         return {
             "perf": self.perf,
             "profile": self.profile,
+            "prompt_curves": self.prompt_curves,
             "groups": [dataclasses.asdict(g) for g in self.groups],
             "overall": {"prompt_mape": self.prompt_mape, "token_mape": self.token_mape},
         }
@@ -92,14 +101,18 @@ def _ape(pred: FloatArray, obs: FloatArray) -> FloatArray:
 
 
 def check_profile(profile_path: str | Path, perf: str = "analytic", tensor_parallel: int | None = 8,
-                  split_seed: int = 0, coefficients_path: str | Path | None = None) -> CheckResult:
+                  split_seed: int = 0, coefficients_path: str | Path | None = None,
+                  prompt_curves: str = "by-count") -> CheckResult:
     """MAPE (percent) of a performance model against a profile table, per (model, hardware, TP, phase).
 
     `perf="profile"` builds the profile model from a seeded random 80 % of the rows and scores the
     other 20 %; `perf="analytic"` scores every row. `tensor_parallel=None` checks every TP.
+    `prompt_curves` picks the profile model's prompt curves ("pooled" = the reference's).
     """
     if perf not in PERF_KINDS:
         raise InputError(f"unknown performance model {perf!r} (expected analytic or profile)")
+    if prompt_curves not in PROMPT_CURVES:
+        raise InputError(f"unknown prompt curves {prompt_curves!r} (expected by-count or pooled)")
     table = read_profile(str(profile_path))
     if tensor_parallel is not None:
         keep = table.tensor_parallel == int(tensor_parallel)
@@ -125,7 +138,7 @@ def check_profile(profile_path: str | Path, perf: str = "analytic", tensor_paral
         model = get_model(model_name)
         machine = machine_for_hardware(hardware, tp)
         if perf == "profile":
-            pm: PerfModel = ProfilePerfModel(train_table, model, machine)
+            pm: PerfModel = ProfilePerfModel(train_table, model, machine, prompt_curves)
         else:
             from splitplan.perf.analytic import AnalyticPerfModel
 
@@ -136,4 +149,5 @@ def check_profile(profile_path: str | Path, perf: str = "analytic", tensor_paral
             all_ape[phase].append(ape)
             groups.append(GroupMape(model_name, hardware, int(tp), phase, float(np.mean(ape)), int(ape.size)))
     overall = {ph: float(np.mean(np.concatenate(v))) for ph, v in all_ape.items()}
-    return CheckResult(perf, str(profile_path), groups, overall["prompt"], overall["token"])
+    return CheckResult(perf, str(profile_path), groups, overall["prompt"], overall["token"],
+                       prompt_curves if perf == "profile" else None)

@@ -5,6 +5,16 @@ hardware, TP) the median prompt_time and token_time per "batch tokens" = prompt_
 linear interpolation inside and linear extrapolation beyond both ends. An all-decode iteration is
 looked up at the number of decodes, a mixed iteration on the prompt curve at (prompt tokens +
 decodes) × 1.1, and a request's decode alone at its context length.
+
+Prompt curves. The reference pools every row into one prompt curve (`prompt_curves="pooled"`),
+which merges, say, one 8192-token prompt with sixteen 512-token prompts: on the shared table those
+differ by up to 35 %, and the pooled median sits between them. The default, `"by-count"`, keeps
+the reference's median-and-interpolate rule but draws two curves: a lone prompt is timed on the
+rows measured with batch_size = 1, a batch of several prompts on the rows with batch_size ≥ 2.
+Below the first batched point the batched curve is the single-prompt curve scaled to meet it,
+rather than a steep linear extrapolation towards zero. Mixed iterations keep the reference's rule
+on the pooled curve: the table measures none, so there is nothing to split them by. A table
+without rows of one kind falls back to the pooled curve.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from splitplan.perf.base import FloatArray, prompt_cap_factor, token_cap_factor
 PROFILE_COLUMNS = ("model", "hardware", "prompt_size", "batch_size", "token_size", "prompt_time",
                    "token_time", "tensor_parallel")
 MIXED_FACTOR = 1.1
+PROMPT_CURVES = ("by-count", "pooled")
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,9 +155,13 @@ class ProfilePerfModel:
     kind = "profile"
     calibrated = True
 
-    def __init__(self, table: ProfileTable, model: ModelSpec, machine: Machine) -> None:
+    def __init__(self, table: ProfileTable, model: ModelSpec, machine: Machine,
+                 prompt_curves: str = "by-count") -> None:
+        if prompt_curves not in PROMPT_CURVES:
+            raise InputError(f"unknown prompt_curves {prompt_curves!r} (expected by-count or pooled)")
         self.model = model
         self.machine = machine
+        self.prompt_curves = prompt_curves
         hw = HARDWARE_ALIASES.get(machine.type.name, machine.type.gpu.name)
         tp = machine.type.tensor_parallel
         prompt_scale = token_scale = 1.0
@@ -163,13 +178,28 @@ class ProfilePerfModel:
             )
         rows = table.subset(mask)
         batch_tokens = rows.prompt_size * rows.batch_size
-        self._px, py = median_curve(batch_tokens, rows.prompt_time_s)
+        self._pooled = median_curve(batch_tokens, rows.prompt_time_s * prompt_scale)
         self._tx, ty = median_curve(batch_tokens, rows.token_time_s)
-        self._py = py * prompt_scale
         self._ty = ty * token_scale
+        self._single = self._batched = self._pooled
+        lone = rows.batch_size == 1
+        if prompt_curves == "by-count" and lone.any() and not lone.all():
+            self._single = median_curve(batch_tokens[lone], rows.prompt_time_s[lone] * prompt_scale)
+            self._batched = median_curve(batch_tokens[~lone], rows.prompt_time_s[~lone] * prompt_scale)
 
-    def prompt_time_s(self, tokens: npt.ArrayLike) -> FloatArray:
-        return interp_extrap(tokens, self._px, self._py)
+    def prompt_time_s(self, tokens: npt.ArrayLike, prompts: npt.ArrayLike = 1) -> FloatArray:
+        n = np.asarray(tokens, dtype=np.float64)
+        single = interp_extrap(n, *self._single)
+        if self._batched is self._single:
+            return single
+        k = np.asarray(prompts)
+        if not np.any(k > 1):
+            return np.broadcast_to(single, np.broadcast_shapes(n.shape, k.shape)).copy()
+        bx, by = self._batched
+        # below the first batched point: the single-prompt curve, scaled to meet the batched one
+        below = single * (by[0] / interp_extrap(bx[0], *self._single))
+        batched = np.where(n < bx[0], below, interp_extrap(n, bx, by))
+        return np.asarray(np.where(k > 1, batched, single), dtype=np.float64)
 
     def token_time_s(self, batch: npt.ArrayLike, context: npt.ArrayLike) -> FloatArray:
         b = np.asarray(batch, dtype=np.float64)
@@ -178,7 +208,7 @@ class ProfilePerfModel:
 
     def mixed_time_s(self, batch_tokens: npt.ArrayLike, context: npt.ArrayLike) -> FloatArray:
         n = np.asarray(batch_tokens, dtype=np.float64)
-        out = interp_extrap(n, self._px, self._py) * MIXED_FACTOR
+        out = interp_extrap(n, *self._pooled) * MIXED_FACTOR
         return np.broadcast_to(out, np.broadcast_shapes(n.shape, np.shape(context))).copy()
 
     def decode_alone_time_s(self, context: npt.ArrayLike) -> FloatArray:

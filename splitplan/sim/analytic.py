@@ -502,14 +502,21 @@ def _prompt_batch_ratio(perf, p_all: FloatArray, max_tokens: float) -> float:
     if solo <= 0 or len(p_all) < 2:
         return 1.0
     sizes: list[float] = []
+    counts: list[int] = []
     acc = 0.0
+    k = 0
     for x in p_all.tolist():
         if acc > 0.0 and acc + x > max_tokens:
             sizes.append(acc)
+            counts.append(k)
             acc = 0.0
+            k = 0
         acc += x
+        k += 1
     sizes.append(acc)
-    return float(np.clip(np.sum(perf.prompt_time_s(np.asarray(sizes))) / solo, 0.05, 1.0))
+    counts.append(k)
+    packed = perf.prompt_time_s(np.asarray(sizes), np.asarray(counts))
+    return float(np.clip(np.sum(packed) / solo, 0.05, 1.0))
 
 
 def _batched_service(lam: FloatArray, es: float, ratio: float, servers: IntArray) -> FloatArray:

@@ -18,6 +18,7 @@ from splitplan.errors import InputError
 KvTransfer = Literal["serialized", "layerwise"]
 KvBytesConvention = Literal["gqa", "no_gqa"]
 PromptInterrupt = Literal["always", "never", "baseline"]
+PromptCurves = Literal["by-count", "pooled"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +47,9 @@ class SimConfig:
     # stability guard: a configuration whose backlog grows without bound is stopped and marked
     # unstable rather than simulated forever
     max_backlog_s: float = 300.0         # oldest waiting request older than this → unstable
+    # profile performance model: a lone prompt and a batch of prompts on separate curves
+    # ("by-count"), or every row on one curve as the reference simulator does ("pooled")
+    profile_prompt_curves: PromptCurves = "by-count"
     # workload-level
     warmup_s: float = 0.0                # requests arriving earlier are excluded from percentiles
 
@@ -62,6 +66,9 @@ class SimConfig:
         if self.prompt_interrupts_decodes not in ("always", "never", "baseline"):
             raise InputError("config: prompt_interrupts_decodes must be always, never or baseline, "
                              f"got {self.prompt_interrupts_decodes!r}")
+        if self.profile_prompt_curves not in ("by-count", "pooled"):
+            raise InputError("config: profile_prompt_curves must be by-count or pooled, "
+                             f"got {self.profile_prompt_curves!r}")
         if self.kv_bytes not in ("gqa", "no_gqa"):
             raise InputError(f"config: kv_bytes must be gqa or no_gqa, got {self.kv_bytes!r}")
         for name in ("layerwise_overhead_s", "link_bytes_per_s"):

@@ -28,7 +28,7 @@ class Scenario:
     seed: int = 0
 
     def perf_model(self, machine: Machine) -> PerfModel:
-        return _perf_cached(self.perf, self.model, machine)
+        return _perf_cached(self.perf, self.model, machine, self.sim.profile_prompt_curves)
 
     def reference_perf(self) -> PerfModel:
         return self.perf_model(Machine(type=get_machine_type(REFERENCE_MACHINE)))
@@ -44,12 +44,12 @@ class Scenario:
         return self.model.kv_bytes_per_token
 
 
-_PERF_CACHE: dict[tuple[str, str, Machine], PerfModel] = {}
+_PERF_CACHE: dict[tuple[str, str, Machine, str], PerfModel] = {}
 
 
-def _perf_cached(perf: str, model: ModelSpec, machine: Machine) -> PerfModel:
+def _perf_cached(perf: str, model: ModelSpec, machine: Machine, prompt_curves: str) -> PerfModel:
     # Perf models are immutable; caching by value keeps searches from rebuilding them per point.
-    key = (str(Path(perf)) if perf != "analytic" else perf, model.name, machine)
+    key = (str(Path(perf)) if perf != "analytic" else perf, model.name, machine, prompt_curves)
     if key not in _PERF_CACHE:
-        _PERF_CACHE[key] = get_perf_model(perf, model, machine)
+        _PERF_CACHE[key] = get_perf_model(perf, model, machine, prompt_curves)
     return _PERF_CACHE[key]

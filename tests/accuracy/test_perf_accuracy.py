@@ -37,18 +37,23 @@ def test_shipped_calibration_is_reproducible(profile_csv, tmp_path) -> None:
             assert getattr(fresh.models[key], f) == pytest.approx(getattr(c, f), rel=1e-3), (key, f)
 
 
-def test_profile_model_token_mape_on_80_20_split(profile_csv) -> None:
-    res = check_profile(profile_csv, "profile", tensor_parallel=8, split_seed=0)
-    assert res.token_mape <= 3.0
-    assert all(g.mape <= 3.0 for g in res.groups if g.phase == "token")
-    # Prompt: regression guard at the level the reference semantics reach (see the strict xfail).
-    assert res.prompt_mape <= 4.5
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "the reference semantics take the median prompt time per batch tokens, merging rows such as "
-    "512x8 and 4096x1 whose times differ by up to 35 %; on this table that floors the held-out "
-    "prompt MAPE at about 3.2-4.0 % depending on the split"))
-def test_profile_model_prompt_mape_target(profile_csv) -> None:
+def test_profile_model_mape_on_80_20_split(profile_csv) -> None:
     res = check_profile(profile_csv, "profile", tensor_parallel=8, split_seed=0)
     assert res.prompt_mape <= 3.0
+    assert res.token_mape <= 3.0
+    assert all(g.mape <= 3.0 for g in res.groups if g.phase == "token")
+
+
+def test_profile_prompt_curves_across_splits(profile_csv) -> None:
+    """By-count prompt curves stay under 3 % on average over splits and beat the pooled curve on each.
+
+    The pooled (reference) curve merges one long prompt with many short ones of the same batch
+    tokens; it is kept for the compat config, so it gets a regression guard.
+    """
+    by_count, pooled = [], []
+    for seed in range(10):
+        by_count.append(check_profile(profile_csv, "profile", 8, seed).prompt_mape)
+        pooled.append(check_profile(profile_csv, "profile", 8, seed, prompt_curves="pooled").prompt_mape)
+    assert sum(by_count) / len(by_count) <= 3.0, by_count
+    assert all(b < p for b, p in zip(by_count, pooled, strict=True)), (by_count, pooled)
+    assert max(pooled) <= 4.5, pooled

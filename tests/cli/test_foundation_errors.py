@@ -56,6 +56,8 @@ def test_perf_check_missing_file_and_bad_options(tmp_path, capsys) -> None:
     good = _csv(tmp_path, HEADER + GOOD_ROWS, "good.csv")
     _one_line_error(capsys, ["perf", "check", "--profile", good, "--perf", "magic"], "magic")
     _one_line_error(capsys, ["perf", "check", "--profile", good, "--tensor-parallel", "3"], "tensor")
+    _one_line_error(capsys, ["perf", "check", "--profile", good, "--perf", "profile", "--prompt-curves",
+                             "median"], "prompt curves 'median'")
     _one_line_error(capsys, ["perf", "fit", "--profile", str(tmp_path / "nope.csv"), "--out",
                              str(tmp_path / "c.toml")], "nope.csv")
 
@@ -67,6 +69,10 @@ def test_perf_check_good_profile_json(tmp_path, capsys) -> None:
     assert {g["phase"] for g in doc["groups"]} == {"prompt", "token"}
     assert set(doc["overall"]) == {"prompt_mape", "token_mape"}
     assert doc["groups"][0]["n"] == 3
+    assert doc["prompt_curves"] is None  # analytic
+    assert main(["perf", "check", "--profile", good, "--perf", "profile", "--prompt-curves", "pooled",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["prompt_curves"] == "pooled"
 
 
 @pytest.mark.parametrize("cap", [0.0, -0.5, 1.01, 2.0, float("nan"), "high"])

@@ -152,6 +152,11 @@ def test_bad_slo_and_config_files(tmp_path, capsys):
     )
     assert code == 2
     assert "max_batch_size" in err
+    cfg.write_text('profile_prompt_curves = "median"\n')
+    code, _, err = run(capsys, "simulate", "--prompt", "2", "--token", "1", "--config", str(cfg), *SMALL)
+    assert code == 2
+    assert "profile_prompt_curves must be by-count or pooled" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_model_that_does_not_fit(tmp_path, capsys):

@@ -70,10 +70,13 @@ def _need(r, m, stage, kvp, kvt, tm, resv, reserve_decode):
 
 
 @nb.njit(cache=True)
-def _iteration_time(c, bt, nd, ctx, ptab, ttab, tctx, mtab, mctx):
-    # bt: batch tokens (prompt tokens + decodes); nd: decodes; ctx: KV context of the decodes
+def _iteration_time(c, bt, nd, npr, ctx, ptab, ttab, tctx, mtab, mctx):
+    # bt: batch tokens (prompt tokens + decodes); nd: decodes; npr: prompts; ctx: KV context of the
+    # decodes. ptab[c, 0] times a lone prompt, ptab[c, 1] a batch of several.
     if nd == 0:
-        return ptab[c, bt]
+        if npr > 1:
+            return ptab[c, 1, bt]
+        return ptab[c, 0, bt]
     if nd == bt:
         return ttab[c, nd] + tctx[c] * ctx
     return mtab[c, bt] + mctx[c] * ctx
@@ -532,7 +535,7 @@ def simulate_kernel(
             if wait_n[m] == 0 and pool[m] == P_MIXED:
                 pool[m] = tag[m]
             continue
-        d = _iteration_time(c, bt, nbn - nprompt, ctx, ptab, ttab, tctx, mtab, mctx)
+        d = _iteration_time(c, bt, nbn - nprompt, nprompt, ctx, ptab, ttab, tctx, mtab, mctx)
         kk = 1 if nprompt > 0 else kmin
         dur[m] = d
         n_iter[m] = kk

@@ -27,7 +27,7 @@ FAST_LINK_BYTES_PER_S = 300e9
 def _tables(scenario: Scenario, config: ClusterConfig, n_tokens: int, max_batch: int):
     design = config.design
     machines = (design.prompt, design.token)
-    ptab = np.empty((2, n_tokens + 1))
+    ptab = np.empty((2, 2, n_tokens + 1))  # [pool, lone prompt | several prompts, tokens]
     ttab = np.empty((2, max_batch + 1))
     mtab = np.empty((2, n_tokens + 1))
     tctx = np.empty(2)
@@ -37,7 +37,8 @@ def _tables(scenario: Scenario, config: ClusterConfig, n_tokens: int, max_batch:
     probe = 1024.0
     for c, machine in enumerate(machines):
         perf = scenario.perf_model(machine)
-        ptab[c] = perf.prompt_time_s(tokens)
+        ptab[c, 0] = perf.prompt_time_s(tokens, 1)
+        ptab[c, 1] = perf.prompt_time_s(tokens, 2)
         ttab[c] = perf.token_time_s(batch, 0.0)
         mtab[c] = perf.mixed_time_s(tokens, 0.0)
         tctx[c] = float((perf.token_time_s(1.0, probe) - perf.token_time_s(1.0, 0.0)) / probe)
@@ -133,7 +134,8 @@ def _kernel():
     ione = np.ones(1, np.int64)
     tab = np.ones((2, 8))
     simulate_kernel(np.zeros(1), ione * 2, ione, one, one, one, np.zeros(1, np.int64),
-                    np.full(1, 2, np.int64), True, np.full(2, 10.0), np.zeros(2), tab, tab, np.zeros(2),
+                    np.full(1, 2, np.int64), True, np.full(2, 10.0), np.zeros(2), np.ones((2, 2, 8)), tab,
+                    np.zeros(2),
                     tab, np.zeros(2), 4, 4, 4, 8.0, 1.0, 10.0, 2, True, True)
     return simulate_kernel
 

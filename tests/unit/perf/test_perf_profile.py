@@ -1,4 +1,5 @@
-"""The profile model: the reference simulator's interpolation semantics, on small synthetic tables."""
+"""The profile model: the reference simulator's interpolation semantics (pooled) and the by-count
+prompt curves, on small synthetic tables."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def table(tmp_path):
 
 
 def test_median_per_batch_tokens_and_linear_interpolation(table) -> None:
-    pm = ProfilePerfModel(table, LLAMA, A100)
+    pm = ProfilePerfModel(table, LLAMA, A100, "pooled")
     assert pm.kind == "profile"
     assert pm.calibrated
     assert pm.prompt_time_s(100) == pytest.approx(0.030)  # median of 10, 30, 1000
@@ -50,7 +51,7 @@ def test_median_per_batch_tokens_and_linear_interpolation(table) -> None:
 
 
 def test_linear_extrapolation_beyond_both_ends(table) -> None:
-    pm = ProfilePerfModel(table, LLAMA, A100)
+    pm = ProfilePerfModel(table, LLAMA, A100, "pooled")
     # Below: slope of the first segment (30 → 50 ms over 100 tokens).
     assert pm.prompt_time_s(50) == pytest.approx(0.020)
     # Above: slope of the last segment (50 → 90 ms over 200 tokens).
@@ -62,11 +63,50 @@ def test_linear_extrapolation_beyond_both_ends(table) -> None:
 
 
 def test_token_ignores_context_and_mixed_uses_prompt_curve(table) -> None:
-    pm = ProfilePerfModel(table, LLAMA, A100)
+    pm = ProfilePerfModel(table, LLAMA, A100, "pooled")
     t = pm.token_time_s(np.array([100.0, 200.0]), np.array([[0.0], [1e6]]))
     assert t.shape == (2, 2)
     np.testing.assert_allclose(t[0], t[1])
     assert pm.mixed_time_s(150, 5000) == pytest.approx(0.040 * 1.1)
+
+
+@pytest.fixture
+def by_count_table(tmp_path):
+    # lone prompts: 10 ms per 100 tokens; batches: 100×2 → 30 ms, 100×4 → 50 ms
+    rows = [
+        "llama2-70b,a100-80gb,100,1,128,10,20,8",
+        "llama2-70b,a100-80gb,200,1,128,20,30,8",
+        "llama2-70b,a100-80gb,400,1,128,40,50,8",
+        "llama2-70b,a100-80gb,100,2,128,30,30,8",
+        "llama2-70b,a100-80gb,100,4,128,50,50,8",
+    ]
+    return read_profile(write(tmp_path, rows, "by_count.csv"))
+
+
+def test_by_count_times_a_lone_prompt_and_a_batch_on_their_own_rows(by_count_table) -> None:
+    pm = ProfilePerfModel(by_count_table, LLAMA, A100)
+    assert pm.prompt_curves == "by-count"
+    assert pm.prompt_time_s(400) == pytest.approx(0.040)
+    assert pm.prompt_time_s(400, 4) == pytest.approx(0.050)
+    assert pm.prompt_time_s(300, 3) == pytest.approx(0.040)
+    np.testing.assert_allclose(pm.prompt_time_s(np.array([200.0, 400.0]), np.array([1, 4])), [0.020, 0.050])
+    # below the first batched point: the lone-prompt curve scaled by 30/20 to meet it at 200 tokens
+    assert pm.prompt_time_s(150, 2) == pytest.approx(0.0225)
+    pooled = ProfilePerfModel(by_count_table, LLAMA, A100, "pooled")
+    assert pooled.prompt_time_s(400) == pytest.approx(0.045)  # median of 40 and 50
+    assert pooled.prompt_time_s(400, 4) == pytest.approx(0.045)
+    # the table measures no mixed iteration: both keep the reference's pooled curve × 1.1
+    assert pm.mixed_time_s(400, 1e5) == pytest.approx(0.0495)
+    assert pooled.mixed_time_s(400, 0.0) == pytest.approx(0.0495)
+
+
+def test_by_count_falls_back_to_pooled_without_batched_rows(table) -> None:
+    h100_by_count = ProfilePerfModel(table, LLAMA, H100)
+    h100_pooled = ProfilePerfModel(table, LLAMA, H100, "pooled")
+    x = np.array([50.0, 150.0, 300.0])
+    np.testing.assert_allclose(h100_by_count.prompt_time_s(x, 3), h100_pooled.prompt_time_s(x))
+    with pytest.raises(InputError, match="prompt_curves"):
+        ProfilePerfModel(table, LLAMA, A100, "per-row")
 
 
 def test_capped_rows_or_cap_curve(table) -> None:

@@ -27,8 +27,16 @@ the SLOs"), 2 bad input (one line naming the problem), 1 internal error.
 """
 
 _TYPE_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "Path": "PATH", "bool": "BOOLEAN"}
-_CLICK_NAMES = {"text": "TEXT", "string": "TEXT", "integer": "INTEGER", "int": "INTEGER", "float": "FLOAT",
-                "path": "PATH", "boolean": "BOOLEAN", "bool": "BOOLEAN"}
+_CLICK_NAMES = {
+    "text": "TEXT",
+    "string": "TEXT",
+    "integer": "INTEGER",
+    "int": "INTEGER",
+    "float": "FLOAT",
+    "path": "PATH",
+    "boolean": "BOOLEAN",
+    "bool": "BOOLEAN",
+}
 
 
 def _type_name(param: Any) -> str:

@@ -27,12 +27,15 @@ GRIDS = {
 
 
 def main() -> None:
-    print("| workload | design | points | same verdict | median error of the nine slowdowns | "
-          "analytic ms/point | DES ms/point |")
+    print(
+        "| workload | design | points | same verdict | median error of the nine slowdowns | "
+        "analytic ms/point | DES ms/point |"
+    )
     print("|---|---|---|---|---|---|---|")
     for workload in ("coding", "conversation"):
-        scenario = api.build_scenario(workload=api.WorkloadRequest(workload=workload, rate_rps=70.0,
-                                                                   duration_s=120.0))
+        scenario = api.build_scenario(
+            workload=api.WorkloadRequest(workload=workload, rate_rps=70.0, duration_s=120.0)
+        )
         for name, (prompts, tokens) in GRIDS.items():
             design = api.get_design(name)
             pp, tt = np.array([(p, t) for p in prompts for t in tokens]).T
@@ -41,8 +44,11 @@ def main() -> None:
             analytic_s = time.perf_counter() - t0
             agree, errors, des_s = 0, [], 0.0
             for i, (p, t) in enumerate(zip(pp, tt, strict=True)):
-                cfg = (api.ClusterConfig.baseline(design, int(p)) if design.is_baseline else
-                       api.ClusterConfig(design=design, prompt_machines=int(p), token_machines=int(t)))
+                cfg = (
+                    api.ClusterConfig.baseline(design, int(p))
+                    if design.is_baseline
+                    else api.ClusterConfig(design=design, prompt_machines=int(p), token_machines=int(t))
+                )
                 res = simulate_des(cfg, scenario)
                 des_s += res.sim_wall_s
                 agree += bool(batch.meets_slo[i]) == res.meets_slo
@@ -52,8 +58,10 @@ def main() -> None:
                     errors.append(float(np.median(np.abs(a / d - 1.0))))
             n = len(pp)
             err = f"{np.median(errors):.1%}" if errors else "–"
-            print(f"| {workload} | {name} | {n} | {agree / n:.1%} | {err} | {analytic_s / n * 1e3:.2f} | "
-                  f"{des_s / n * 1e3:.1f} |")
+            print(
+                f"| {workload} | {name} | {n} | {agree / n:.1%} | {err} | {analytic_s / n * 1e3:.2f} | "
+                f"{des_s / n * 1e3:.1f} |"
+            )
 
 
 if __name__ == "__main__":

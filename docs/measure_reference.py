@@ -35,16 +35,25 @@ def main() -> None:
         rows = list(csv.DictReader(fh))
     workload = read_trace(ref / "traces" / "rr_code_70_2min.csv")
     for mode in ("baseline", "always"):
-        scenario = Scenario(workload=workload, model=get_model("llama2-70b"),
-                            perf=str(ref / "perf_model.csv"),
-                            sim=load_config(COMPAT, prompt_interrupts_decodes=mode))
+        scenario = Scenario(
+            workload=workload,
+            model=get_model("llama2-70b"),
+            perf=str(ref / "perf_model.csv"),
+            sim=load_config(COMPAT, prompt_interrupts_decodes=mode),
+        )
         print(f"prompt_interrupts_decodes = {mode!r}")
         errors, agree = [], 0
         for row in rows:
             design = api.get_design(DESIGNS[row["design"]])
-            cfg = (api.ClusterConfig.baseline(design, int(row["num_prompt"])) if design.is_baseline else
-                   api.ClusterConfig(design=design, prompt_machines=int(row["num_prompt"]),
-                                     token_machines=int(row["num_token"])))
+            cfg = (
+                api.ClusterConfig.baseline(design, int(row["num_prompt"]))
+                if design.is_baseline
+                else api.ClusterConfig(
+                    design=design,
+                    prompt_machines=int(row["num_prompt"]),
+                    token_machines=int(row["num_token"]),
+                )
+            )
             res = simulate_des(cfg, scenario)
             theirs = np.array([float(row[f"{k.split('_')[0]}_slowdown_{k.split('_')[1]}"]) for k in SLO_KEYS])
             ours = np.array([res.slowdown[k] for k in SLO_KEYS])
@@ -52,10 +61,14 @@ def main() -> None:
             same = res.meets_slo == (row["pass_all"] == "True")
             errors.append(err)
             agree += same
-            print(f"  {row['run_name']:18s} reference {'pass' if row['pass_all'] == 'True' else 'fail'}, "
-                  f"ours {'pass' if res.meets_slo else 'fail'}, median relative error {err:.2%}")
-        print(f"  verdicts agree on {agree} of {len(rows)}; median error {statistics.median(errors):.2%}, "
-              f"worst {max(errors):.2%}")
+            print(
+                f"  {row['run_name']:18s} reference {'pass' if row['pass_all'] == 'True' else 'fail'}, "
+                f"ours {'pass' if res.meets_slo else 'fail'}, median relative error {err:.2%}"
+            )
+        print(
+            f"  verdicts agree on {agree} of {len(rows)}; median error {statistics.median(errors):.2%}, "
+            f"worst {max(errors):.2%}"
+        )
 
 
 if __name__ == "__main__":

@@ -31,8 +31,10 @@ def main() -> None:
             print(f"{r.design:16s} nothing within the budget meets the SLOs")
             continue
         conf = f"{r.machines} machines" if r.baseline else f"{r.prompt_machines}P+{r.token_machines}T"
-        print(f"{r.design:16s} {conf:>14s} {r.rate_rps:7.1f} {r.power_kw:7.1f} {r.cost_usd_per_h:8.1f} "
-              f"{r.verified_by:>9s}")
+        print(
+            f"{r.design:16s} {conf:>14s} {r.rate_rps:7.1f} {r.power_kw:7.1f} {r.cost_usd_per_h:8.1f} "
+            f"{r.verified_by:>9s}"
+        )
     best, gain = outcome.best, outcome.savings_vs_baseline()
     if best is not None:
         line = f"most throughput: {best.design} at {best.rate_rps:.1f} req/s"

@@ -18,10 +18,10 @@ from splitplan import api
 def main() -> None:
     workload = api.WorkloadRequest(workload="coding", rate_rps=20.0, duration_s=30.0)
     custom = api.SearchRequest(
-        prompt_gpus=("h100-80gb",),     # a GPU name picks its 8-GPU machine (dgx-h100)
+        prompt_gpus=("h100-80gb",),  # a GPU name picks its 8-GPU machine (dgx-h100)
         token_gpus=("a100-80gb",),
-        token_power_cap="0.7",          # "LO:HI" would make the cap a search dimension too
-        designs=("splitwise-ha",),      # the uncapped paper design, for comparison
+        token_power_cap="0.7",  # "LO:HI" would make the cap a search dimension too
+        designs=("splitwise-ha",),  # the uncapped paper design, for comparison
         prompt_range="1:10",
         token_range="1:10",
         workload=workload,
@@ -34,14 +34,18 @@ def main() -> None:
             print(f"{r.design:30s} no configuration in range meets the SLOs")
             continue
         split = f"{r.prompt_machines}P+{r.token_machines}T"
-        print(f"{r.design:30s} {split:>9s} {r.cost_usd_per_h:8.2f} {r.power_kw:7.2f} "
-              f"{r.binding_slo:>12s} {r.headroom:+9.1%}")
+        print(
+            f"{r.design:30s} {split:>9s} {r.cost_usd_per_h:8.2f} {r.power_kw:7.2f} "
+            f"{r.binding_slo:>12s} {r.headroom:+9.1%}"
+        )
     best = outcome.best
     if best is not None:
-        print(f"least power: {best.design} ({best.prompt_gpu} prompt pool, {best.token_gpu} token pool "
-              f"at {best.token_power_cap:.0%} power), verified by {best.verified_by}; "
-              f"{outcome.evaluated_points} points, {outcome.des_evaluations} DES runs, "
-              f"{outcome.wall_s:.1f} s")
+        print(
+            f"least power: {best.design} ({best.prompt_gpu} prompt pool, {best.token_gpu} token pool "
+            f"at {best.token_power_cap:.0%} power), verified by {best.verified_by}; "
+            f"{outcome.evaluated_points} points, {outcome.des_evaluations} DES runs, "
+            f"{outcome.wall_s:.1f} s"
+        )
 
 
 if __name__ == "__main__":

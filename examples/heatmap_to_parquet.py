@@ -46,18 +46,22 @@ def run(out: Path) -> None:
     frontier = feasible.group_by("prompt_machines").aggregate([("token_machines", "min")])
     frontier = frontier.sort_by("prompt_machines")
     print("feasible frontier (prompt machines → fewest token machines):")
-    for p, t in zip(frontier["prompt_machines"].to_pylist(), frontier["token_machines_min"].to_pylist(),
-                    strict=True):
+    for p, t in zip(
+        frontier["prompt_machines"].to_pylist(), frontier["token_machines_min"].to_pylist(), strict=True
+    ):
         print(f"  {p:2d} → {t}")
     if feasible.num_rows:
         cheapest = feasible.sort_by([("cost_usd_per_h", "ascending"), ("power_kw", "ascending")]).slice(0, 1)
         row = cheapest.to_pylist()[0]
-        print(f"cheapest feasible: {row['prompt_machines']}P+{row['token_machines']}T at "
-              f"${row['cost_usd_per_h']:.2f}/h, {row['power_kw']:.1f} kW (decided by {row['engine']})")
+        print(
+            f"cheapest feasible: {row['prompt_machines']}P+{row['token_machines']}T at "
+            f"${row['cost_usd_per_h']:.2f}/h, {row['power_kw']:.1f} kW (decided by {row['engine']})"
+        )
     # The file and the in-memory result agree.
     expected = {p: t for p, t in result.frontier().items() if t is not None}
-    got = dict(zip(frontier["prompt_machines"].to_pylist(), frontier["token_machines_min"].to_pylist(),
-                   strict=True))
+    got = dict(
+        zip(frontier["prompt_machines"].to_pylist(), frontier["token_machines_min"].to_pylist(), strict=True)
+    )
     assert got == expected, (got, expected)
 
 

@@ -41,8 +41,7 @@ def _paper_designs() -> dict[str, Design]:
         "splitwise-aa": Design(name="splitwise-aa", kind="splitwise", prompt=a100, token=a100),
         "splitwise-hh": Design(name="splitwise-hh", kind="splitwise", prompt=h100, token=h100),
         "splitwise-ha": Design(name="splitwise-ha", kind="splitwise", prompt=h100, token=a100),
-        "splitwise-hhcap": Design(name="splitwise-hhcap", kind="splitwise", prompt=h100,
-                                  token=h100cap),
+        "splitwise-hhcap": Design(name="splitwise-hhcap", kind="splitwise", prompt=h100, token=h100cap),
     }
 
 

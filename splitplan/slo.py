@@ -24,9 +24,15 @@ SLO_KEYS = tuple(f"{m}_p{q}" for m in METRICS for q in PERCENTILES)
 
 # Table VI of the paper.
 DEFAULT_SLOWDOWN_LIMITS: dict[str, float] = {
-    "ttft_p50": 2.0, "ttft_p90": 3.0, "ttft_p99": 6.0,
-    "tbt_p50": 1.25, "tbt_p90": 1.5, "tbt_p99": 5.0,
-    "e2e_p50": 1.25, "e2e_p90": 1.5, "e2e_p99": 5.0,
+    "ttft_p50": 2.0,
+    "ttft_p90": 3.0,
+    "ttft_p99": 6.0,
+    "tbt_p50": 1.25,
+    "tbt_p90": 1.5,
+    "tbt_p99": 5.0,
+    "e2e_p50": 1.25,
+    "e2e_p90": 1.5,
+    "e2e_p99": 5.0,
 }
 
 
@@ -104,15 +110,17 @@ def percentiles(
 @dataclass(frozen=True, slots=True)
 class SloVerdict:
     meets: bool
-    binding: str          # the SLO with least headroom (most violated when failing)
-    headroom: float       # limit / value − 1 of the binding SLO (negative when violated)
+    binding: str  # the SLO with least headroom (most violated when failing)
+    headroom: float  # limit / value − 1 of the binding SLO (negative when violated)
 
 
 def verdict(spec: SloSpec, slowdown: dict[str, float], latency_s: dict[str, float]) -> SloVerdict:
     """All-SLO verdict; NaN or infinite values (unserved requests) fail."""
     best_key, best_headroom = "", math.inf
-    for kind, limits, values in (("slowdown", spec.slowdown, slowdown),
-                                 ("latency_s", spec.latency_s, latency_s)):
+    for kind, limits, values in (
+        ("slowdown", spec.slowdown, slowdown),
+        ("latency_s", spec.latency_s, latency_s),
+    ):
         for key, limit in limits.items():
             v = float(values[key])
             h = limit / v - 1.0 if (math.isfinite(v) and v > 0) else -math.inf

@@ -25,28 +25,55 @@ class CatalogListing:
     def to_json(self) -> dict[str, object]:
         return {
             "gpus": [
-                {"name": g.name, "memory_bytes": g.memory_bytes, "hbm_bytes_per_s": g.hbm_bytes_per_s,
-                 "fp16_flops": g.fp16_flops, "tdp_w": g.tdp_w, "source": g.source}
+                {
+                    "name": g.name,
+                    "memory_bytes": g.memory_bytes,
+                    "hbm_bytes_per_s": g.hbm_bytes_per_s,
+                    "fp16_flops": g.fp16_flops,
+                    "tdp_w": g.tdp_w,
+                    "source": g.source,
+                }
                 for g in self.gpus
             ],
             "machines": [
-                {"name": m.name, "gpu": m.gpu.name, "gpus": m.gpus, "cost_usd_per_h": m.cost_usd_per_h,
-                 "power_kw": m.rated_power_kw, "memory_bytes": m.memory_bytes,
-                 "interconnect_bytes_per_s": m.interconnect_bytes_per_s, "source": m.source}
+                {
+                    "name": m.name,
+                    "gpu": m.gpu.name,
+                    "gpus": m.gpus,
+                    "cost_usd_per_h": m.cost_usd_per_h,
+                    "power_kw": m.rated_power_kw,
+                    "memory_bytes": m.memory_bytes,
+                    "interconnect_bytes_per_s": m.interconnect_bytes_per_s,
+                    "source": m.source,
+                }
                 for m in self.machines
             ],
             "models": [
-                {"name": m.name, "layers": m.layers, "hidden": m.hidden, "heads": m.heads,
-                 "kv_heads": m.kv_heads, "head_dim": m.head_dim, "params": m.params,
-                 "active_params": m.active_params, "dtype_bytes": m.dtype_bytes,
-                 "weight_bytes": m.weight_bytes, "kv_bytes_per_token": m.kv_bytes_per_token,
-                 "source": m.source}
+                {
+                    "name": m.name,
+                    "layers": m.layers,
+                    "hidden": m.hidden,
+                    "heads": m.heads,
+                    "kv_heads": m.kv_heads,
+                    "head_dim": m.head_dim,
+                    "params": m.params,
+                    "active_params": m.active_params,
+                    "dtype_bytes": m.dtype_bytes,
+                    "weight_bytes": m.weight_bytes,
+                    "kv_bytes_per_token": m.kv_bytes_per_token,
+                    "source": m.source,
+                }
                 for m in self.models
             ],
             "designs": [
-                {"name": d.name, "kind": d.kind, "prompt_machine": d.prompt.name,
-                 "token_machine": d.token.name, "prompt_power_cap": d.prompt.power_cap,
-                 "token_power_cap": d.token.power_cap}
+                {
+                    "name": d.name,
+                    "kind": d.kind,
+                    "prompt_machine": d.prompt.name,
+                    "token_machine": d.token.name,
+                    "prompt_power_cap": d.prompt.power_cap,
+                    "token_power_cap": d.token.power_cap,
+                }
                 for d in self.designs
             ],
         }

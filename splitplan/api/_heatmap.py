@@ -31,7 +31,7 @@ _RANGE = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*$")
 
 
 def parse_range(text: str, what: str) -> tuple[int, int]:
-    """"A:B" (inclusive, 1 ≤ A ≤ B) → (A, B); anything else is an InputError naming the option."""
+    """ "A:B" (inclusive, 1 ≤ A ≤ B) → (A, B); anything else is an InputError naming the option."""
     m = _RANGE.match(str(text))
     if not m:
         raise InputError(f"--{what}-range must look like A:B with whole numbers, got {text!r}")
@@ -49,8 +49,12 @@ class HeatmapPoint:
     power_kw: float
 
     def to_json(self) -> dict[str, object]:
-        return {"prompt_machines": self.prompt_machines, "token_machines": self.token_machines,
-                "cost_usd_per_h": round(self.cost_usd_per_h, 6), "power_kw": round(self.power_kw, 6)}
+        return {
+            "prompt_machines": self.prompt_machines,
+            "token_machines": self.token_machines,
+            "cost_usd_per_h": round(self.cost_usd_per_h, 6),
+            "power_kw": round(self.power_kw, 6),
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,9 +96,12 @@ class HeatmapResult:
         machines = self.prompt_machines + self.token_machines
         order = np.lexsort((self.prompt_machines[idx], machines[idx], other[idx], key[idx]))
         i = int(idx[order[0]])
-        return HeatmapPoint(prompt_machines=int(self.prompt_machines[i]),
-                            token_machines=int(self.token_machines[i]),
-                            cost_usd_per_h=float(self.cost_usd_per_h[i]), power_kw=float(self.power_kw[i]))
+        return HeatmapPoint(
+            prompt_machines=int(self.prompt_machines[i]),
+            token_machines=int(self.token_machines[i]),
+            cost_usd_per_h=float(self.cost_usd_per_h[i]),
+            power_kw=float(self.power_kw[i]),
+        )
 
     @property
     def cost_optimal(self) -> HeatmapPoint | None:
@@ -116,14 +123,21 @@ class HeatmapResult:
         return out
 
     def columns(self) -> dict[str, Any]:
-        cols: dict[str, Any] = {"prompt_machines": self.prompt_machines,
-                                "token_machines": self.token_machines}
+        cols: dict[str, Any] = {
+            "prompt_machines": self.prompt_machines,
+            "token_machines": self.token_machines,
+        }
         cols.update({k: self.slowdown[k] for k in SLO_KEYS})
-        cols.update(meets_slo=self.meets_slo, stable=self.stable, margin=self.margin,
-                    utilization_prompt=self.utilization_prompt,
-                    utilization_token=self.utilization_token,
-                    cost_usd_per_h=self.cost_usd_per_h, power_kw=self.power_kw,
-                    engine=[str(x) for x in self.decided_by])
+        cols.update(
+            meets_slo=self.meets_slo,
+            stable=self.stable,
+            margin=self.margin,
+            utilization_prompt=self.utilization_prompt,
+            utilization_token=self.utilization_token,
+            cost_usd_per_h=self.cost_usd_per_h,
+            power_kw=self.power_kw,
+            engine=[str(x) for x in self.decided_by],
+        )
         return cols
 
     def to_table(self) -> Any:
@@ -143,12 +157,17 @@ class HeatmapResult:
 
         co, po = self.cost_optimal, self.power_optimal
         m = self.meta
-        title = (f"{self.design.name} ({self.design.prompt.name} prompt, {self.design.token.name} token) — "
-                 f"{m['workload']} at {float(m['rate_rps']):.1f} req/s, {m['model']}, engine {self.engine}")
+        title = (
+            f"{self.design.name} ({self.design.prompt.name} prompt, {self.design.token.name} token) — "
+            f"{m['workload']} at {float(m['rate_rps']):.1f} req/s, {m['model']}, engine {self.engine}"
+        )
         return plot_heatmap(
-            path, prompt_values=self.prompt_values, token_values=self.token_values,
+            path,
+            prompt_values=self.prompt_values,
+            token_values=self.token_values,
             slowdown={k: self.grid(v) for k, v in self.slowdown.items()},
-            meets_slo=self.grid(self.meets_slo), limits=self.slo_limits,
+            meets_slo=self.grid(self.meets_slo),
+            limits=self.slo_limits,
             cost_optimal=None if co is None else (co.prompt_machines, co.token_machines),
             power_optimal=None if po is None else (po.prompt_machines, po.token_machines),
             title=title,
@@ -177,10 +196,16 @@ def _des_rows(design: Design, scenario: Scenario, points: list[tuple[int, int]])
     rows = []
     for p, t in points:
         r = simulate_des(ClusterConfig(design=design, prompt_machines=p, token_machines=t), scenario)
-        rows.append((
-            [r.slowdown[k] for k in SLO_KEYS], r.meets_slo, r.stable, r.verdict.headroom,
-            r.utilization.get("prompt", math.nan), r.utilization.get("token", math.nan),
-        ))
+        rows.append(
+            (
+                [r.slowdown[k] for k in SLO_KEYS],
+                r.meets_slo,
+                r.stable,
+                r.verdict.headroom,
+                r.utilization.get("prompt", math.nan),
+                r.utilization.get("token", math.nan),
+            )
+        )
     return rows
 
 
@@ -255,19 +280,39 @@ def heatmap(
             decided[i] = "des"
     wl = scenario.workload
     meta = {
-        "design": design.name, "prompt_machine": design.prompt.name, "token_machine": design.token.name,
-        "engine": engine, "workload": wl.name,
+        "design": design.name,
+        "prompt_machine": design.prompt.name,
+        "token_machine": design.token.name,
+        "engine": engine,
+        "workload": wl.name,
         "workload_meta": ";".join(f"{k}={v}" for k, v in wl.meta.items()),
-        "requests": str(wl.n), "rate_rps": f"{wl.rate_rps:.6g}", "duration_s": f"{wl.duration_s:.6g}",
+        "requests": str(wl.n),
+        "rate_rps": f"{wl.rate_rps:.6g}",
+        "duration_s": f"{wl.duration_s:.6g}",
         "model": scenario.model.name,
         "perf": scenario.perf if scenario.perf == "analytic" else Path(scenario.perf).name,
-        "seed": str(scenario.seed), "sample_size": str(batch.sample_size),
+        "seed": str(scenario.seed),
+        "sample_size": str(batch.sample_size),
         "slo_slowdown": ";".join(f"{k}={v:g}" for k, v in scenario.slo.slowdown.items()),
     }
     return HeatmapResult(
-        design=design, engine=engine, prompt_values=pv, token_values=tv, prompt_machines=P,
-        token_machines=T, slowdown=slowdown, meets_slo=meets, stable=stable, margin=margin,
-        utilization_prompt=up, utilization_token=ut, cost_usd_per_h=batch.cost_usd_per_h,
-        power_kw=batch.power_kw, decided_by=decided, slo_limits=dict(scenario.slo.slowdown), meta=meta,
-        wall_s=time.perf_counter() - t0, des_points=len(sel),
+        design=design,
+        engine=engine,
+        prompt_values=pv,
+        token_values=tv,
+        prompt_machines=P,
+        token_machines=T,
+        slowdown=slowdown,
+        meets_slo=meets,
+        stable=stable,
+        margin=margin,
+        utilization_prompt=up,
+        utilization_token=ut,
+        cost_usd_per_h=batch.cost_usd_per_h,
+        power_kw=batch.power_kw,
+        decided_by=decided,
+        slo_limits=dict(scenario.slo.slowdown),
+        meta=meta,
+        wall_s=time.perf_counter() - t0,
+        des_points=len(sel),
     )

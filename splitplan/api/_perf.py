@@ -8,11 +8,21 @@ from pathlib import Path
 from splitplan.perf.check import CheckResult, GroupMape, check_profile
 
 
-def perf_check(profile: str | Path, perf: str = "analytic", tensor_parallel: int | None = 8,
-               split_seed: int = 0, prompt_curves: str = "by-count") -> CheckResult:
+def perf_check(
+    profile: str | Path,
+    perf: str = "analytic",
+    tensor_parallel: int | None = 8,
+    split_seed: int = 0,
+    prompt_curves: str = "by-count",
+) -> CheckResult:
     """MAPE (percent) of the analytic or profile performance model against a profile table."""
-    return check_profile(profile, perf=perf, tensor_parallel=tensor_parallel, split_seed=split_seed,
-                         prompt_curves=prompt_curves)
+    return check_profile(
+        profile,
+        perf=perf,
+        tensor_parallel=tensor_parallel,
+        split_seed=split_seed,
+        prompt_curves=prompt_curves,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,12 +34,18 @@ class PerfFitResult:
     tensor_parallel: int
 
     def to_json(self) -> dict[str, object]:
-        return {"out": self.out, "gpus": self.gpus, "refined_models": self.refined_models,
-                "profile_sha256": self.profile_sha256, "tensor_parallel": self.tensor_parallel}
+        return {
+            "out": self.out,
+            "gpus": self.gpus,
+            "refined_models": self.refined_models,
+            "profile_sha256": self.profile_sha256,
+            "tensor_parallel": self.tensor_parallel,
+        }
 
 
-def perf_fit(profile: str | Path, out: str | Path, tensor_parallel: int = 8,
-             per_model: bool = True) -> PerfFitResult:
+def perf_fit(
+    profile: str | Path, out: str | Path, tensor_parallel: int = 8, per_model: bool = True
+) -> PerfFitResult:
     """Calibrate the analytic model to a profile table and write the coefficients (TOML, atomically)."""
     from splitplan.perf.fit import fit_analytic, save_fit
 

@@ -36,16 +36,26 @@ ISO_THROUGHPUT_MAX_MACHINES = 90  # an A100 pool serving an H100 cluster's load 
 # Paper figures (BLOOM-176B): what SPLITWISE.md §9 states.
 PAPER_FIG12 = {"prompt_machines": 27, "token_machines": 3}
 PAPER_ISO_POWER_SPLITS = {
-    ("coding", "splitwise-aa"): (55, 15), ("coding", "splitwise-hh"): (35, 5),
-    ("conversation", "splitwise-aa"): (45, 25), ("conversation", "splitwise-hh"): (25, 15),
-    ("conversation", "splitwise-ha"): (25, 26), ("conversation", "splitwise-hhcap"): (25, 21),
+    ("coding", "splitwise-aa"): (55, 15),
+    ("coding", "splitwise-hh"): (35, 5),
+    ("conversation", "splitwise-aa"): (45, 25),
+    ("conversation", "splitwise-hh"): (25, 15),
+    ("conversation", "splitwise-ha"): (25, 26),
+    ("conversation", "splitwise-hhcap"): (25, 21),
 }
 PAPER_ISO_COST_SPLITS = {
-    ("conversation", "splitwise-aa"): (51, 35), ("conversation", "splitwise-hh"): (25, 15),
-    ("conversation", "splitwise-ha"): (30, 21), ("conversation", "splitwise-hhcap"): (30, 10),
+    ("conversation", "splitwise-aa"): (51, 35),
+    ("conversation", "splitwise-hh"): (25, 15),
+    ("conversation", "splitwise-ha"): (30, 21),
+    ("conversation", "splitwise-hhcap"): (30, 10),
 }
-PAPER_FIG18 = {"baseline-h100": 2.2, "splitwise-aa": 2.4, "splitwise-hh": 2.4, "splitwise-ha": 2.65,
-               "splitwise-hhcap": 2.9}
+PAPER_FIG18 = {
+    "baseline-h100": 2.2,
+    "splitwise-aa": 2.4,
+    "splitwise-hh": 2.4,
+    "splitwise-ha": 2.65,
+    "splitwise-hhcap": 2.9,
+}
 PAPER_MODEL = "bloom-176b"  # the paper's figures are BLOOM-176B's; other models are shown for scale
 SIX = ("baseline-a100", "baseline-h100", "splitwise-aa", "splitwise-hh", "splitwise-ha", "splitwise-hhcap")
 
@@ -75,13 +85,24 @@ class Comparison:
         """For a ratio claim X/Y with the paper saying X wins: do we also have X winning?"""
         if self.higher_wins is None or self.ours is None or self.paper is None:
             return None
-        return (self.ours > 1.0) == (self.paper > 1.0) if self.higher_wins else \
-            (self.ours < 1.0) == (self.paper < 1.0)
+        return (
+            (self.ours > 1.0) == (self.paper > 1.0)
+            if self.higher_wins
+            else (self.ours < 1.0) == (self.paper < 1.0)
+        )
 
     def to_json(self) -> dict[str, object]:
-        return {"section": self.section, "item": self.item, "model": self.model,
-                "assumptions": self.assumptions, "ours": self.ours, "paper": self.paper,
-                "ratio": self.ratio, "direction_ok": self.direction_ok, "note": self.note}
+        return {
+            "section": self.section,
+            "item": self.item,
+            "model": self.model,
+            "assumptions": self.assumptions,
+            "ours": self.ours,
+            "paper": self.paper,
+            "ratio": self.ratio,
+            "direction_ok": self.direction_ok,
+            "note": self.note,
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,34 +141,51 @@ class ReproduceReport:
 
     def directions_match(self, assumptions: str = "compat", model: str = PAPER_MODEL) -> bool:
         """Does the winner of every comparison match the paper's (its model, the given assumptions)?"""
-        return all(c.direction_ok is not False for c in self.comparisons
-                   if c.assumptions == assumptions and c.model == model)
+        return all(
+            c.direction_ok is not False
+            for c in self.comparisons
+            if c.assumptions == assumptions and c.model == model
+        )
 
     def to_json(self) -> dict[str, object]:
-        return {"comparisons": [c.to_json() for c in self.comparisons], "files": self.files,
-                "notes": self.notes, "wall_s": round(self.wall_s, 3),
-                "directions_match": {a: self.directions_match(a) for a in
-                                     sorted({c.assumptions for c in self.comparisons})}}
+        return {
+            "comparisons": [c.to_json() for c in self.comparisons],
+            "files": self.files,
+            "notes": self.notes,
+            "wall_s": round(self.wall_s, 3),
+            "directions_match": {
+                a: self.directions_match(a) for a in sorted({c.assumptions for c in self.comparisons})
+            },
+        }
 
     def markdown(self) -> str:
-        lines = ["# splitplan vs the Splitwise paper (ISCA 2024)", "",
-                 "Each row: splitplan's number, the paper's (BLOOM-176B figures; Llama2-70B rows are shown "
-                 "beside the same figures for scale), and their ratio. `compat` runs use the reference "
-                 "simulator's assumptions and measured profile; `splitplan` runs use splitplan's defaults "
-                 "(calibrated analytic model, layer-wise KV transfer, GQA-sized KV cache).", ""]
+        lines = [
+            "# splitplan vs the Splitwise paper (ISCA 2024)",
+            "",
+            "Each row: splitplan's number, the paper's (BLOOM-176B figures; Llama2-70B rows are shown "
+            "beside the same figures for scale), and their ratio. `compat` runs use the reference "
+            "simulator's assumptions and measured profile; `splitplan` runs use splitplan's defaults "
+            "(calibrated analytic model, layer-wise KV transfer, GQA-sized KV cache).",
+            "",
+        ]
         section = None
         for c in self.comparisons:
             if c.section != section:
                 section = c.section
-                lines += ["", f"## {section}", "",
-                          "| item | model | assumptions | splitplan | paper | ratio | direction | note |",
-                          "|---|---|---|---|---|---|---|---|"]
+                lines += [
+                    "",
+                    f"## {section}",
+                    "",
+                    "| item | model | assumptions | splitplan | paper | ratio | direction | note |",
+                    "|---|---|---|---|---|---|---|---|",
+                ]
             ours = "—" if c.ours is None else f"{c.ours:.4g}"
             paper = "—" if c.paper is None else f"{c.paper:.4g}"
             ratio = "—" if c.ratio is None else f"{c.ratio:.2f}"
             d = {True: "same", False: "**differs**", None: ""}[c.direction_ok]
-            lines.append(f"| {c.item} | {c.model} | {c.assumptions} | {ours} | {paper} | {ratio} | {d} | "
-                         f"{c.note} |")
+            lines.append(
+                f"| {c.item} | {c.model} | {c.assumptions} | {ours} | {paper} | {ratio} | {d} | {c.note} |"
+            )
         if self.notes:
             lines += ["", "## Notes", ""] + [f"- {n}" for n in self.notes]
         lines += ["", f"Generated by `splitplan reproduce` in {self.wall_s:.0f} s."]
@@ -202,14 +240,17 @@ def reproduce(req: ReproduceRequest, progress: Callable[[str], None] | None = No
         "column departs from them, the cause is a modelling difference: "
         "splitplan's analytic decode time grows with the KV context read each iteration (the reference "
         "interpolates decode time in batch size only), which penalizes A100 token pools on long "
-        "conversation contexts; KV transfer is layer-wise and KV size is GQA-aware.")
+        "conversation contexts; KV transfer is layer-wise and KV size is GQA-aware."
+    )
     report.notes.append(
         "The paper is internally inconsistent on Splitwise-AA at iso-power: its text says 2.15x "
-        "Baseline-A100 at the same power and cost, its Fig. 18 shows about 2.4x; both are compared.")
+        "Baseline-A100 at the same power and cost, its Fig. 18 shows about 2.4x; both are compared."
+    )
     report.notes.append(
         "Cost ties: every 30-machine split of Fig. 12 costs the same; the paper reports 27P+3T, splitplan "
         "breaks ties by lower power, then fewer prompt machines, so a different split of the same cost "
-        "can be reported — the machine count and cost are the comparable numbers.")
+        "can be reported — the machine count and cost are the comparable numbers."
+    )
     report.wall_s = time.perf_counter() - t0
     write_text_atomic(out / "report.md", report.markdown())
     write_text_atomic(out / "report.json", json.dumps(report.to_json(), indent=2, allow_nan=False))
@@ -229,24 +270,41 @@ class _Run:
     iso_power_rates: dict[tuple[str, str], float] = field(default_factory=dict)
     iso_power_splits: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
 
-    def add(self, section: str, item: str, ours: float | None, paper: float | None,
-            higher_wins: bool | None = None, note: str = "") -> None:
-        self.report.comparisons.append(Comparison(section, item, self.model, self.assume, ours, paper,
-                                                  higher_wins, note))
+    def add(
+        self,
+        section: str,
+        item: str,
+        ours: float | None,
+        paper: float | None,
+        higher_wins: bool | None = None,
+        note: str = "",
+    ) -> None:
+        self.report.comparisons.append(
+            Comparison(section, item, self.model, self.assume, ours, paper, higher_wins, note)
+        )
 
     def workload(self, name: str, rate_rps: float | None = None) -> WorkloadRequest:
-        return WorkloadRequest(workload=name, rate_rps=self.req.rate_rps if rate_rps is None else rate_rps,
-                               duration_s=self.duration_s)
+        return WorkloadRequest(
+            workload=name,
+            rate_rps=self.req.rate_rps if rate_rps is None else rate_rps,
+            duration_s=self.duration_s,
+        )
 
     def scenario(self, workload: str):  # -> Scenario
         config = _search_kwargs(self.assume).get("config")
-        return build_scenario(workload=self.workload(workload), model=self.model,
-                              config=config, seed=self.req.seed)  # type: ignore[arg-type]
+        return build_scenario(
+            workload=self.workload(workload), model=self.model, config=config, seed=self.req.seed
+        )  # type: ignore[arg-type]
 
     def search(self, workload: str, **kw: object) -> SearchOutcome:
         wr = self.workload(workload, kw.pop("rate_rps", None))  # type: ignore[arg-type]
-        base = SearchRequest(workload=wr, model=self.model, seed=self.req.seed, jobs=self.req.jobs,
-                             **_search_kwargs(self.assume))  # type: ignore[arg-type]
+        base = SearchRequest(
+            workload=wr,
+            model=self.model,
+            seed=self.req.seed,
+            jobs=self.req.jobs,
+            **_search_kwargs(self.assume),
+        )  # type: ignore[arg-type]
         return search(replace(base, **kw))  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ Fig. 12
@@ -271,8 +329,10 @@ class _Run:
     # ------------------------------------------------------------------ iso-power / iso-cost
     def iso_budget(self, budget: str, workload: str) -> None:
         self.say(f"{budget} {workload} ({self.model}, {self.assume})")
-        res = {r.design: r for r in self.search(workload, objective="throughput", budget=budget,
-                                                designs=SIX).results}
+        res = {
+            r.design: r
+            for r in self.search(workload, objective="throughput", budget=budget, designs=SIX).results
+        }
         rate = {d: (r.rate_rps if r.meets_slo else None) for d, r in res.items()}
         splits = PAPER_ISO_POWER_SPLITS if budget == "iso-power" else PAPER_ISO_COST_SPLITS
         sec = f"{budget}, {workload}: optimal splits (prompt/token machines)"
@@ -287,8 +347,10 @@ class _Run:
                 r = res[d]
                 if r.meets_slo and not r.baseline:
                     self.iso_power_rates[(workload, d)] = float(r.rate_rps or 0.0)
-                    self.iso_power_splits[(workload, d)] = (int(r.prompt_machines or 0),
-                                                            int(r.token_machines or 0))
+                    self.iso_power_splits[(workload, d)] = (
+                        int(r.prompt_machines or 0),
+                        int(r.token_machines or 0),
+                    )
                 elif r.meets_slo:
                     self.iso_power_rates[(workload, d)] = float(r.rate_rps or 0.0)
         base_a, base_h = rate.get("baseline-a100"), rate.get("baseline-h100")
@@ -300,24 +362,55 @@ class _Run:
             sec = "Fig. 18: iso-power, conversation, throughput normalized to Baseline-A100 (70 machines)"
             for d, paper in PAPER_FIG18.items():
                 self.add(sec, f"{d} / baseline-a100", ratio(rate.get(d), base_a), paper, higher_wins=True)
-            self.add(sec, "splitwise-aa / baseline-a100 (text)", ratio(rate.get("splitwise-aa"), base_a),
-                     2.15, higher_wins=True, note="text figure; Fig. 18 shows 2.4")
-            self.add(sec, "splitwise-ha / baseline-h100", ratio(rate.get("splitwise-ha"), base_h), 1.18,
-                     higher_wins=True)
+            self.add(
+                sec,
+                "splitwise-aa / baseline-a100 (text)",
+                ratio(rate.get("splitwise-aa"), base_a),
+                2.15,
+                higher_wins=True,
+                note="text figure; Fig. 18 shows 2.4",
+            )
+            self.add(
+                sec,
+                "splitwise-ha / baseline-h100",
+                ratio(rate.get("splitwise-ha"), base_h),
+                1.18,
+                higher_wins=True,
+            )
             ha, bh = res["splitwise-ha"], res["baseline-h100"]
             if ha.meets_slo and bh.meets_slo:
-                self.add(sec, "splitwise-ha cost / baseline-h100 cost",
-                         (ha.cost_usd_per_h or 0) / (bh.cost_usd_per_h or math.inf), 0.9, higher_wins=False)
+                self.add(
+                    sec,
+                    "splitwise-ha cost / baseline-h100 cost",
+                    (ha.cost_usd_per_h or 0) / (bh.cost_usd_per_h or math.inf),
+                    0.9,
+                    higher_wins=False,
+                )
         if budget == "iso-cost":
             sec = "iso-cost, conversation: Splitwise-AA against Baseline-H100"
             aa, bh = res["splitwise-aa"], res["baseline-h100"]
-            self.add(sec, "throughput AA / baseline-h100", ratio(rate.get("splitwise-aa"), base_h), 1.4,
-                     higher_wins=True)
+            self.add(
+                sec,
+                "throughput AA / baseline-h100",
+                ratio(rate.get("splitwise-aa"), base_h),
+                1.4,
+                higher_wins=True,
+            )
             if aa.meets_slo and bh.meets_slo:
-                self.add(sec, "power AA / baseline-h100", (aa.power_kw or 0) / (bh.power_kw or math.inf),
-                         1.25, higher_wins=True)
-                self.add(sec, "machines AA / baseline-h100", (aa.machines or 0) / (bh.machines or 1), 2.0,
-                         higher_wins=True)
+                self.add(
+                    sec,
+                    "power AA / baseline-h100",
+                    (aa.power_kw or 0) / (bh.power_kw or math.inf),
+                    1.25,
+                    higher_wins=True,
+                )
+                self.add(
+                    sec,
+                    "machines AA / baseline-h100",
+                    (aa.machines or 0) / (bh.machines or 1),
+                    2.0,
+                    higher_wins=True,
+                )
 
     # ------------------------------------------------------------------ Fig. 19
     def iso_throughput(self) -> None:
@@ -329,20 +422,44 @@ class _Run:
             return
         self.say(f"iso-throughput at {target:.1f} req/s ({self.model}, {self.assume})")
         wide = f"1:{ISO_THROUGHPUT_MAX_MACHINES}"
-        pw = {r.design: r for r in self.search("conversation", rate_rps=target, objective="power",
-                                               designs=("baseline-h100", "splitwise-hhcap"),
-                                               prompt_range=wide, token_range=wide).results}
-        co = {r.design: r for r in self.search("conversation", rate_rps=target, objective="cost",
-                                               designs=("baseline-h100", "splitwise-aa"),
-                                               prompt_range=wide, token_range=wide).results}
+        pw = {
+            r.design: r
+            for r in self.search(
+                "conversation",
+                rate_rps=target,
+                objective="power",
+                designs=("baseline-h100", "splitwise-hhcap"),
+                prompt_range=wide,
+                token_range=wide,
+            ).results
+        }
+        co = {
+            r.design: r
+            for r in self.search(
+                "conversation",
+                rate_rps=target,
+                objective="cost",
+                designs=("baseline-h100", "splitwise-aa"),
+                prompt_range=wide,
+                token_range=wide,
+            ).results
+        }
         bh_p, cap = pw["baseline-h100"], pw["splitwise-hhcap"]
         bh_c, aa = co["baseline-h100"], co["splitwise-aa"]
-        self.add(sec, "power HHcap / baseline-h100",
-                 (cap.power_kw / bh_p.power_kw) if cap.meets_slo and bh_p.meets_slo else None, 0.75,  # type: ignore[operator]
-                 higher_wins=False)
-        self.add(sec, "cost AA / baseline-h100",
-                 (aa.cost_usd_per_h / bh_c.cost_usd_per_h) if aa.meets_slo and bh_c.meets_slo else None,  # type: ignore[operator]
-                 0.75, higher_wins=False)
+        self.add(
+            sec,
+            "power HHcap / baseline-h100",
+            (cap.power_kw / bh_p.power_kw) if cap.meets_slo and bh_p.meets_slo else None,
+            0.75,  # type: ignore[operator]
+            higher_wins=False,
+        )
+        self.add(
+            sec,
+            "cost AA / baseline-h100",
+            (aa.cost_usd_per_h / bh_c.cost_usd_per_h) if aa.meets_slo and bh_c.meets_slo else None,  # type: ignore[operator]
+            0.75,
+            higher_wins=False,
+        )
 
     # ------------------------------------------------------------------ batch mode
     def batch_mode(self) -> None:
@@ -353,12 +470,19 @@ class _Run:
         self.say(f"batch mode ({self.model}, {self.assume})")
         scenario = self.scenario("conversation")
         wl = scenario.workload
-        queued = Workload(arrival_s=np.zeros(wl.n), prompt_tokens=wl.prompt_tokens,
-                          output_tokens=wl.output_tokens, name=f"{wl.name} (batch)")
+        queued = Workload(
+            arrival_s=np.zeros(wl.n),
+            prompt_tokens=wl.prompt_tokens,
+            output_tokens=wl.output_tokens,
+            name=f"{wl.name} (batch)",
+        )
         # every request queued at once: decode KV must be reserved with the prompt, or a machine fills
         # its memory with prompts whose decodes never start (the reference's admission would deadlock)
-        batch = replace(scenario, workload=queued,
-                        sim=replace(scenario.sim, max_backlog_s=1e9, prompt_reserves_decode_kv=True))
+        batch = replace(
+            scenario,
+            workload=queued,
+            sim=replace(scenario.sim, max_backlog_s=1e9, prompt_reserves_decode_kv=True),
+        )
         budget = 40 * get_design("baseline-h100").prompt.cost_usd_per_h
         per_unit: dict[str, float] = {}
         for name in ("baseline-a100", "splitwise-aa", "splitwise-hh", "baseline-h100"):
@@ -367,9 +491,11 @@ class _Run:
             if d.is_baseline:
                 configs = [ClusterConfig.baseline(d, int(budget // cp))]
             else:
-                configs = [ClusterConfig(design=d, prompt_machines=p,
-                                         token_machines=int((budget - p * cp) // ct))
-                           for p in range(1, int(budget // cp)) if (budget - p * cp) // ct >= 1]
+                configs = [
+                    ClusterConfig(design=d, prompt_machines=p, token_machines=int((budget - p * cp) // ct))
+                    for p in range(1, int(budget // cp))
+                    if (budget - p * cp) // ct >= 1
+                ]
             best = 0.0
             for cfg in configs:
                 res = simulate_des(cfg, batch)
@@ -378,30 +504,54 @@ class _Run:
                     best = max(best, wl.n / makespan / (cfg.cost_usd_per_h / A100_COST_USD_PER_H))
             per_unit[name] = best
         sec = "Batch mode (no SLO): requests/s per cost unit (one DGX-A100-hour), all requests queued at once"
-        for d, paper in (("baseline-a100", 0.89), ("splitwise-aa", 0.89), ("splitwise-hh", 0.75),
-                         ("baseline-h100", 0.75)):
+        for d, paper in (
+            ("baseline-a100", 0.89),
+            ("splitwise-aa", 0.89),
+            ("splitwise-hh", 0.75),
+            ("baseline-h100", 0.75),
+        ):
             self.add(sec, d, per_unit.get(d) or None, paper, note="absolute level depends on the workload")
         a, h = per_unit.get("baseline-a100"), per_unit.get("baseline-h100")
-        self.add(sec, "baseline-a100 / baseline-h100 per cost", None if not (a and h) else a / h,
-                 0.89 / 0.75, higher_wins=True)
+        self.add(
+            sec,
+            "baseline-a100 / baseline-h100 per cost",
+            None if not (a and h) else a / h,
+            0.89 / 0.75,
+            higher_wins=True,
+        )
         aa, hh = per_unit.get("splitwise-aa"), per_unit.get("splitwise-hh")
-        self.add(sec, "splitwise-aa / splitwise-hh per cost", None if not (aa and hh) else aa / hh,
-                 0.89 / 0.75, higher_wins=True)
+        self.add(
+            sec,
+            "splitwise-aa / splitwise-hh per cost",
+            None if not (aa and hh) else aa / hh,
+            0.89 / 0.75,
+            higher_wins=True,
+        )
 
     # ------------------------------------------------------------------ robustness
     def robustness(self) -> None:
         """Clusters sized (iso-power) for coding, run on conversation: throughput lost vs the best."""
         self.say(f"robustness ({self.model}, {self.assume})")
         sec = "Robustness: iso-power coding-sized cluster on conversation (throughput kept)"
-        for d, paper in (("splitwise-aa", 1.0), ("splitwise-hh", 1.0), ("splitwise-ha", 0.93),
-                         ("splitwise-hhcap", 0.93)):
+        for d, paper in (
+            ("splitwise-aa", 1.0),
+            ("splitwise-hh", 1.0),
+            ("splitwise-ha", 0.93),
+            ("splitwise-hhcap", 0.93),
+        ):
             split = self.iso_power_splits.get(("coding", d))
             best = self.iso_power_rates.get(("conversation", d))
             if split is None or not best:
                 self.add(sec, d, None, paper, note="no iso-power optimum to compare")
                 continue
             p, t = split
-            r = self.search("conversation", objective="throughput", budget="iso-power", designs=(d,),
-                            prompt_range=f"{p}:{p}", token_range=f"{t}:{t}").results[0]
+            r = self.search(
+                "conversation",
+                objective="throughput",
+                budget="iso-power",
+                designs=(d,),
+                prompt_range=f"{p}:{p}",
+                token_range=f"{t}:{t}",
+            ).results[0]
             kept = (r.rate_rps or 0.0) / best if r.meets_slo else 0.0
             self.add(sec, f"{d} ({p}P+{t}T)", kept, paper)

@@ -91,8 +91,9 @@ def build_spaces(req: SearchRequest) -> tuple[DesignSpace, ...]:
     for name in names:
         if name.lower().startswith("custom"):
             continue
-        spaces.append(paper_space(name.lower(), max_machines=req.max_machines, prompt_range=pr,
-                                  token_range=tr))
+        spaces.append(
+            paper_space(name.lower(), max_machines=req.max_machines, prompt_range=pr, token_range=tr)
+        )
     if custom:
         if not req.prompt_gpus:
             raise InputError("a custom design needs --prompt-gpu (and optionally --token-gpu)")
@@ -101,12 +102,21 @@ def build_spaces(req: SearchRequest) -> tuple[DesignSpace, ...]:
         hi = cap if cap is not None else (DEFAULT_BASELINE_MAX if baseline else DEFAULT_SPLIT_RANGE[1])
         default = (1, hi)
         prompt = PoolSpace(gpus=tuple(req.prompt_gpus), power_cap=parse_cap(req.prompt_power_cap))
-        token = PoolSpace(gpus=tuple(req.token_gpus or req.prompt_gpus),
-                          power_cap=parse_cap(req.token_power_cap))
+        token = PoolSpace(
+            gpus=tuple(req.token_gpus or req.prompt_gpus), power_cap=parse_cap(req.token_power_cap)
+        )
         label = "custom-" + "+".join(prompt.gpus) + ("" if baseline else "/" + "+".join(token.gpus))
         spaces = [s for s in spaces if not s.name.startswith("baseline") or not baseline]
-        spaces.append(DesignSpace(name=label, baseline=baseline, prompt=prompt, token=token,
-                                  prompt_range=pr or default, token_range=tr or default))
+        spaces.append(
+            DesignSpace(
+                name=label,
+                baseline=baseline,
+                prompt=prompt,
+                token=token,
+                prompt_range=pr or default,
+                token_range=tr or default,
+            )
+        )
     return tuple(spaces)
 
 
@@ -118,15 +128,26 @@ def build_problem(req: SearchRequest, rate_rps: float) -> SearchProblem:
         cost = cost if c2 is None else c2
     spaces = build_spaces(req)
     if req.objective == "throughput" and power is None and cost is None:
-        raise InputError("the throughput objective needs a budget: --power-budget-kw, "
-                         "--cost-budget-usd-per-h or --budget iso-power|iso-cost")
+        raise InputError(
+            "the throughput objective needs a budget: --power-budget-kw, "
+            "--cost-budget-usd-per-h or --budget iso-power|iso-cost"
+        )
     if req.objective == "throughput" and req.max_machines is None and req.prompt_range is None:
         # under a budget the count ranges follow from it (iso-power AA reaches 70 machines)
         spaces = tuple(_budget_ranges(s, power, cost) for s in spaces)
-    return SearchProblem(spaces=spaces, objective=req.objective, rate_rps=rate_rps,  # type: ignore[arg-type]
-                         power_budget_kw=power, cost_budget_usd_per_h=cost, engine=req.engine,  # type: ignore[arg-type]
-                         method=req.method, trials=req.trials, seed=req.seed, band=req.band,  # type: ignore[arg-type]
-                         rate_tol=req.rate_tol)
+    return SearchProblem(
+        spaces=spaces,
+        objective=req.objective,
+        rate_rps=rate_rps,  # type: ignore[arg-type]
+        power_budget_kw=power,
+        cost_budget_usd_per_h=cost,
+        engine=req.engine,  # type: ignore[arg-type]
+        method=req.method,
+        trials=req.trials,
+        seed=req.seed,
+        band=req.band,  # type: ignore[arg-type]
+        rate_tol=req.rate_tol,
+    )
 
 
 def _budget_ranges(space: DesignSpace, power: float | None, cost: float | None) -> DesignSpace:
@@ -134,8 +155,10 @@ def _budget_ranges(space: DesignSpace, power: float | None, cost: float | None) 
 
     from splitplan.catalog import get_machine_type
 
-    cheapest_kw = min(get_machine_type(g).rated_power_kw * space.prompt.power_cap[0]
-                      for g in space.prompt.gpus + space.token.gpus)
+    cheapest_kw = min(
+        get_machine_type(g).rated_power_kw * space.prompt.power_cap[0]
+        for g in space.prompt.gpus + space.token.gpus
+    )
     cheapest_usd = min(get_machine_type(g).cost_usd_per_h for g in space.prompt.gpus + space.token.gpus)
     limits = []
     if power is not None:
@@ -148,19 +171,28 @@ def _budget_ranges(space: DesignSpace, power: float | None, cost: float | None) 
     return replace(space, prompt_range=(1, max(1, n - 1)), token_range=(1, max(1, n - 1)))
 
 
-def search(req: SearchRequest | None = None, *, progress: ProgressSink | None = None,
-           evaluator: Evaluator | None = None) -> SearchOutcome:
+def search(
+    req: SearchRequest | None = None,
+    *,
+    progress: ProgressSink | None = None,
+    evaluator: Evaluator | None = None,
+) -> SearchOutcome:
     """Find, per design, the configuration that best meets the objective with all nine SLOs.
 
     `evaluator` replaces the analytic screen + DES (tests use closed-form fakes).
     """
     req = req or SearchRequest()
-    scenario = build_scenario(workload=req.workload, model=req.model, perf=req.perf, config=req.config,
-                              slo=req.slo, seed=req.seed)
-    rate = req.workload.rate_rps if req.workload.trace is None and req.workload.rate_rps else \
-        scenario.workload.rate_rps
+    scenario = build_scenario(
+        workload=req.workload, model=req.model, perf=req.perf, config=req.config, slo=req.slo, seed=req.seed
+    )
+    rate = (
+        req.workload.rate_rps
+        if req.workload.trace is None and req.workload.rate_rps
+        else scenario.workload.rate_rps
+    )
     problem = build_problem(req, float(rate))
     runner = Runner(jobs=req.jobs, backend=req.backend, scheduler=req.scheduler)
     with PointStore(req.storage, scenario_fingerprint(scenario)) as store:
-        return run_search(problem, evaluator or SimEvaluator(scenario), runner=runner, store=store,
-                          progress=progress)
+        return run_search(
+            problem, evaluator or SimEvaluator(scenario), runner=runner, store=store, progress=progress
+        )

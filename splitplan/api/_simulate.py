@@ -50,10 +50,17 @@ def build_scenario(
         for name, value in (("rate", wr.rate_rps), ("duration", wr.duration_s)):
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise InputError(f"--{name} must be a positive number, got {value}")
-        wl = make_workload(wr.workload, rate_rps=wr.rate_rps, duration_s=wr.duration_s,
-                           arrival=wr.arrival, cv=wr.cv, seed=seed)
-    return Scenario(workload=wl, model=get_model(model), perf=perf_source, sim=sim,
-                    slo=load_slo(slo), seed=seed)
+        wl = make_workload(
+            wr.workload,
+            rate_rps=wr.rate_rps,
+            duration_s=wr.duration_s,
+            arrival=wr.arrival,
+            cv=wr.cv,
+            seed=seed,
+        )
+    return Scenario(
+        workload=wl, model=get_model(model), perf=perf_source, sim=sim, slo=load_slo(slo), seed=seed
+    )
 
 
 def resolve_design(

@@ -51,10 +51,13 @@ class TraceStats:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "name": self.name, "requests": self.requests, "duration_s": self.duration_s,
+            "name": self.name,
+            "requests": self.requests,
+            "duration_s": self.duration_s,
             "rate_rps": self.rate_rps if np.isfinite(self.rate_rps) else None,
             "interarrival_cv": self.interarrival_cv,
-            "prompt_tokens": self.prompt_tokens.to_json(), "output_tokens": self.output_tokens.to_json(),
+            "prompt_tokens": self.prompt_tokens.to_json(),
+            "output_tokens": self.output_tokens.to_json(),
             "prompt_output_spearman": self.prompt_output_spearman,
             "skipped_rows": self.skipped_rows,
         }
@@ -73,8 +76,12 @@ class TraceWritten:
 
 def _column(x: np.ndarray) -> ColumnStats:
     q = np.percentile(x, QUANTILES)
-    return ColumnStats(mean=float(np.mean(x)), min=int(np.min(x)), max=int(np.max(x)),
-                       quantiles={f"p{p}": float(v) for p, v in zip(QUANTILES, q, strict=True)})
+    return ColumnStats(
+        mean=float(np.mean(x)),
+        min=int(np.min(x)),
+        max=int(np.max(x)),
+        quantiles={f"p{p}": float(v) for p, v in zip(QUANTILES, q, strict=True)},
+    )
 
 
 def workload_stats(wl: Workload, *, bad_rows: tuple[BadRow, ...] = ()) -> TraceStats:
@@ -87,9 +94,16 @@ def workload_stats(wl: Workload, *, bad_rows: tuple[BadRow, ...] = ()) -> TraceS
 
         rho = float(spearmanr(wl.prompt_tokens, wl.output_tokens)[0])
     return TraceStats(
-        name=wl.name, requests=wl.n, duration_s=wl.duration_s, rate_rps=wl.rate_rps, interarrival_cv=cv,
-        prompt_tokens=_column(wl.prompt_tokens), output_tokens=_column(wl.output_tokens),
-        prompt_output_spearman=rho, skipped_rows=len(bad_rows), bad_rows=bad_rows,
+        name=wl.name,
+        requests=wl.n,
+        duration_s=wl.duration_s,
+        rate_rps=wl.rate_rps,
+        interarrival_cv=cv,
+        prompt_tokens=_column(wl.prompt_tokens),
+        output_tokens=_column(wl.output_tokens),
+        prompt_output_spearman=rho,
+        skipped_rows=len(bad_rows),
+        bad_rows=bad_rows,
     )
 
 
@@ -106,10 +120,18 @@ def trace_convert(src: str | Path, out: str | Path, *, skip_bad_rows: bool = Fal
     return TraceWritten(path=str(out), stats=workload_stats(read.workload, bad_rows=read.bad_rows))
 
 
-def trace_generate(workload: str, out: str | Path, *, rate_rps: float | None = None,
-                   duration_s: float | None = None, requests: int | None = None,
-                   arrival: str = "poisson", cv: float = 1.0, seed: int = 0,
-                   recipe: str | None = None) -> TraceWritten:
+def trace_generate(
+    workload: str,
+    out: str | Path,
+    *,
+    rate_rps: float | None = None,
+    duration_s: float | None = None,
+    requests: int | None = None,
+    arrival: str = "poisson",
+    cv: float = 1.0,
+    seed: int = 0,
+    recipe: str | None = None,
+) -> TraceWritten:
     """Generate a trace (see splitplan.workload.make_workload) and write it in the reference format.
 
     recipe="splitwise-sim" reproduces the reference simulator's own generator instead: `workload` must
@@ -126,7 +148,14 @@ def trace_generate(workload: str, out: str | Path, *, rate_rps: float | None = N
             raise InputError(f"recipe splitwise-sim needs an Azure-format CSV path, got {workload!r}")
         wl = splitwise_sim_trace(rate_rps, duration_s, workload)
     else:
-        wl = make_workload(workload, rate_rps=rate_rps, duration_s=duration_s, requests=requests,
-                           arrival=arrival, cv=cv, seed=seed)
+        wl = make_workload(
+            workload,
+            rate_rps=rate_rps,
+            duration_s=duration_s,
+            requests=requests,
+            arrival=arrival,
+            cv=cv,
+            seed=seed,
+        )
     write_trace(wl, out)
     return TraceWritten(path=str(out), stats=workload_stats(wl))

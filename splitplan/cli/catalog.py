@@ -25,24 +25,43 @@ def catalog_command(
     for col in ("name", "memory GB", "HBM TB/s", "fp16 TFLOP/s", "TDP W", "source"):
         t.add_column(col)
     for g in listing.gpus:
-        t.add_row(g.name, f"{g.memory_bytes / 1e9:.0f}", f"{g.hbm_bytes_per_s / 1e12:.2f}",
-                  f"{g.fp16_flops / 1e12:.0f}", f"{g.tdp_w:.0f}", g.source)
+        t.add_row(
+            g.name,
+            f"{g.memory_bytes / 1e9:.0f}",
+            f"{g.hbm_bytes_per_s / 1e12:.2f}",
+            f"{g.fp16_flops / 1e12:.0f}",
+            f"{g.tdp_w:.0f}",
+            g.source,
+        )
     con.print(t)
     t = Table(title="Machine types")
     for col in ("name", "GPU", "GPUs", "$/h", "power kW", "link GB/s", "source"):
         t.add_column(col)
     for m in listing.machines:
-        t.add_row(m.name, m.gpu.name, str(m.gpus), f"{m.cost_usd_per_h:.2f}",
-                  f"{m.rated_power_kw:.2f}", f"{m.interconnect_bytes_per_s / 1e9:.0f}", m.source)
+        t.add_row(
+            m.name,
+            m.gpu.name,
+            str(m.gpus),
+            f"{m.cost_usd_per_h:.2f}",
+            f"{m.rated_power_kw:.2f}",
+            f"{m.interconnect_bytes_per_s / 1e9:.0f}",
+            m.source,
+        )
     con.print(t)
     t = Table(title="Models")
     for col in ("name", "layers", "hidden", "heads/kv", "params B", "weights GB", "KV KiB/token"):
         t.add_column(col)
     for m in listing.models:
         active = f" ({m.active_params / 1e9:.1f} active)" if m.is_sparse else ""
-        t.add_row(m.name, str(m.layers), str(m.hidden), f"{m.heads}/{m.kv_heads}",
-                  f"{m.params / 1e9:.1f}{active}", f"{m.weight_bytes / 1e9:.0f}",
-                  f"{m.kv_bytes_per_token / 1024:.0f}")
+        t.add_row(
+            m.name,
+            str(m.layers),
+            str(m.hidden),
+            f"{m.heads}/{m.kv_heads}",
+            f"{m.params / 1e9:.1f}{active}",
+            f"{m.weight_bytes / 1e9:.0f}",
+            f"{m.kv_bytes_per_token / 1024:.0f}",
+        )
     con.print(t)
     t = Table(title="Designs")
     for col in ("name", "kind", "prompt pool", "token pool"):

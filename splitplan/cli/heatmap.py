@@ -61,11 +61,20 @@ def heatmap_command(
     for what, path, suffix in (("--out", out, ".parquet"), ("--plot", plot, ".png")):
         if path is not None and path.suffix.lower() != suffix:
             raise InputError(f"{what} must name a {suffix} file, got {path}")
-    d = resolve_design(design, prompt_gpu=prompt_gpu, token_gpu=token_gpu,
-                       prompt_power_cap=prompt_power_cap, token_power_cap=token_power_cap)
+    d = resolve_design(
+        design,
+        prompt_gpu=prompt_gpu,
+        token_gpu=token_gpu,
+        prompt_power_cap=prompt_power_cap,
+        token_power_cap=token_power_cap,
+    )
     scenario = api.build_scenario(
         workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration, trace=trace),
-        model=model, perf=perf, config=config, slo=slo, seed=seed,
+        model=model,
+        perf=perf,
+        config=config,
+        slo=slo,
+        seed=seed,
     )
     result = api.heatmap(d, scenario, pr, tr, engine, sample_size=sample_size, jobs=jobs)
     if out is not None:
@@ -87,18 +96,22 @@ def _render(result, out: Path | None, plot: Path | None) -> None:
     con = console()
     n = len(result.prompt_machines)
     feasible = int(result.meets_slo.sum())
-    con.print(f"[bold]{result.design.name}[/bold]: {n} configurations "
-              f"({result.prompt_values[0]}–{result.prompt_values[-1]} prompt × "
-              f"{result.token_values[0]}–{result.token_values[-1]} token), engine {result.engine}"
-              + (f" ({result.des_points} decided by the DES)" if result.des_points else "")
-              + f", {result.wall_s:.2f} s")
+    con.print(
+        f"[bold]{result.design.name}[/bold]: {n} configurations "
+        f"({result.prompt_values[0]}–{result.prompt_values[-1]} prompt × "
+        f"{result.token_values[0]}–{result.token_values[-1]} token), engine {result.engine}"
+        + (f" ({result.des_points} decided by the DES)" if result.des_points else "")
+        + f", {result.wall_s:.2f} s"
+    )
     if feasible == 0:
         con.print("[red]no configuration in the grid meets all nine SLOs[/red]")
     else:
         con.print(f"{feasible} of {n} meet all nine SLOs")
         for label, pt in (("cost-optimal", result.cost_optimal), ("power-optimal", result.power_optimal)):
-            con.print(f"  {label}: {pt.prompt_machines} prompt + {pt.token_machines} token, "
-                      f"${pt.cost_usd_per_h:,.2f}/h, {pt.power_kw:,.2f} kW")
+            con.print(
+                f"  {label}: {pt.prompt_machines} prompt + {pt.token_machines} token, "
+                f"${pt.cost_usd_per_h:,.2f}/h, {pt.power_kw:,.2f} kW"
+            )
     for label, path in (("table", out), ("figure", plot)):
         if path is not None:
             con.print(f"{label} written to {path}")

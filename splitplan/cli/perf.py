@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-perf_app = typer.Typer(help="Check or calibrate the performance model against a profile table.",
-                       no_args_is_help=True)
+perf_app = typer.Typer(
+    help="Check or calibrate the performance model against a profile table.", no_args_is_help=True
+)
 
 
 @perf_app.command("check")
@@ -17,18 +18,23 @@ def check_command(
     perf: Annotated[str, typer.Option("--perf", help="analytic | profile (80:20 split).")] = "analytic",
     tensor_parallel: Annotated[int, typer.Option("--tensor-parallel", help="TP rows to check.")] = 8,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the 80:20 split (profile mode).")] = 0,
-    prompt_curves: Annotated[str, typer.Option(
-        "--prompt-curves",
-        help="Profile mode: by-count (a lone prompt and a batch on their own rows) or pooled "
-             "(the reference simulator's single curve).")] = "by-count",
+    prompt_curves: Annotated[
+        str,
+        typer.Option(
+            "--prompt-curves",
+            help="Profile mode: by-count (a lone prompt and a batch on their own rows) or pooled "
+            "(the reference simulator's single curve).",
+        ),
+    ] = "by-count",
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """MAPE (percent) of the performance model per (model, hardware, TP, phase) group."""
     from splitplan import api
     from splitplan.cli._common import console, print_json
 
-    result = api.perf_check(profile, perf=perf, tensor_parallel=tensor_parallel, split_seed=seed,
-                            prompt_curves=prompt_curves)
+    result = api.perf_check(
+        profile, perf=perf, tensor_parallel=tensor_parallel, split_seed=seed, prompt_curves=prompt_curves
+    )
     if json_out:
         print_json(result.to_json())
         return
@@ -60,8 +66,10 @@ def fit_command(
     if json_out:
         print_json(result.to_json())
         return
-    typer.echo(f"wrote {result.out}: GPU types {', '.join(result.gpus)}; "
-               f"per-model refinements {', '.join(result.refined_models) or 'none'}")
+    typer.echo(
+        f"wrote {result.out}: GPU types {', '.join(result.gpus)}; "
+        f"per-model refinements {', '.join(result.refined_models) or 'none'}"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -36,8 +36,14 @@ class _LazyProgress:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self._bar = Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), console=Console(file=sys.stderr), transient=True)
+            self._bar = Progress(
+                TextColumn("searching"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=Console(file=sys.stderr),
+                transient=True,
+            )
             self._bar.start()
             self._task = self._bar.add_task("search", total=self.total)
         if self._bar is not None:
@@ -49,13 +55,24 @@ class _LazyProgress:
 
 
 def search_command(
-    design: Annotated[list[str] | None, typer.Option(
-        "--design", help="Design to search (repeatable): baseline-a100, baseline-h100, splitwise-aa, "
-        "splitwise-hh, splitwise-ha, splitwise-hhcap. Default: all six.")] = None,
-    prompt_gpu: Annotated[list[str] | None, typer.Option(
-        "--prompt-gpu", help="Custom design: prompt-pool GPU/machine (repeat to search over types).")] = None,
-    token_gpu: Annotated[list[str] | None, typer.Option(
-        "--token-gpu", help="Custom design: token-pool GPU/machine (repeatable).")] = None,
+    design: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--design",
+            help="Design to search (repeatable): baseline-a100, baseline-h100, splitwise-aa, "
+            "splitwise-hh, splitwise-ha, splitwise-hhcap. Default: all six.",
+        ),
+    ] = None,
+    prompt_gpu: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--prompt-gpu", help="Custom design: prompt-pool GPU/machine (repeat to search over types)."
+        ),
+    ] = None,
+    token_gpu: Annotated[
+        list[str] | None,
+        typer.Option("--token-gpu", help="Custom design: token-pool GPU/machine (repeatable)."),
+    ] = None,
     prompt_power_cap: Annotated[str, typer.Option(help="Prompt-pool cap: 0.7, or LO:HI to search.")] = "1.0",
     token_power_cap: Annotated[str, typer.Option(help="Token-pool cap: 0.7, or LO:HI to search.")] = "1.0",
     prompt_range: Annotated[str | None, typer.Option(help="Prompt machines A:B (baseline: N).")] = None,
@@ -80,8 +97,12 @@ def search_command(
     jobs: Annotated[int, typer.Option(help="Parallel worker processes.")] = 1,
     backend: Annotated[str, typer.Option(help="loky (local processes) or dask.")] = "loky",
     scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address.")] = None,
-    storage: Annotated[str | None, typer.Option(
-        help="Keep finished work here (a SQLite path or any Optuna storage URL) so reruns resume.")] = None,
+    storage: Annotated[
+        str | None,
+        typer.Option(
+            help="Keep finished work here (a SQLite path or any Optuna storage URL) so reruns resume."
+        ),
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Write every evaluated point (parquet).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
@@ -98,13 +119,33 @@ def search_command(
 
         raise InputError(f"--out must end in .parquet, got {out.name}")
     req = api.SearchRequest(
-        designs=tuple(design or ()), prompt_gpus=tuple(prompt_gpu or ()), token_gpus=tuple(token_gpu or ()),
-        prompt_power_cap=prompt_power_cap, token_power_cap=token_power_cap, prompt_range=prompt_range,
-        token_range=token_range, max_machines=max_machines,
+        designs=tuple(design or ()),
+        prompt_gpus=tuple(prompt_gpu or ()),
+        token_gpus=tuple(token_gpu or ()),
+        prompt_power_cap=prompt_power_cap,
+        token_power_cap=token_power_cap,
+        prompt_range=prompt_range,
+        token_range=token_range,
+        max_machines=max_machines,
         workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration),
-        model=model, perf=perf, config=config, slo=slo, objective=objective, power_budget_kw=power_budget_kw,
-        cost_budget_usd_per_h=cost_budget_usd_per_h, budget=budget, engine=engine, method=method,
-        trials=trials, band=band, seed=seed, jobs=jobs, backend=backend, scheduler=scheduler, storage=storage)
+        model=model,
+        perf=perf,
+        config=config,
+        slo=slo,
+        objective=objective,
+        power_budget_kw=power_budget_kw,
+        cost_budget_usd_per_h=cost_budget_usd_per_h,
+        budget=budget,
+        engine=engine,
+        method=method,
+        trials=trials,
+        band=band,
+        seed=seed,
+        jobs=jobs,
+        backend=backend,
+        scheduler=scheduler,
+        storage=storage,
+    )
     progress = _LazyProgress(enabled=sys.stderr.isatty())
     meta = {"objective": objective, "engine": engine, "seed": seed, "workload": workload, "rate_rps": rate}
     try:

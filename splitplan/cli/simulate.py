@@ -52,12 +52,21 @@ def simulate_command(
     from splitplan.api._simulate import WorkloadRequest, make_config, requests_table, resolve_design
     from splitplan.cli._common import print_json
 
-    d = resolve_design(design, prompt_gpu=prompt_gpu, token_gpu=token_gpu,
-                       prompt_power_cap=prompt_power_cap, token_power_cap=token_power_cap)
+    d = resolve_design(
+        design,
+        prompt_gpu=prompt_gpu,
+        token_gpu=token_gpu,
+        prompt_power_cap=prompt_power_cap,
+        token_power_cap=token_power_cap,
+    )
     cfg = make_config(d, prompt, token, machines)
     scenario = api.build_scenario(
         workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration, trace=trace),
-        model=model, perf=perf, config=config, slo=slo, seed=seed,
+        model=model,
+        perf=perf,
+        config=config,
+        slo=slo,
+        seed=seed,
     )
     result = api.simulate(cfg, scenario, engine)
     if requests_out is not None:
@@ -98,9 +107,11 @@ def _render(result, slo) -> None:
         verdict += " [red](unstable: queues grow without bound)[/red]"
     util = ", ".join(f"{k} {v:.0%}" for k, v in result.utilization.items())
     con.print(f"{verdict}; binding {result.verdict.binding} (headroom {result.verdict.headroom:+.1%})")
-    con.print(f"cost ${cfg.cost_usd_per_h:,.2f}/h, power {cfg.power_kw:,.2f} kW, "
-              f"throughput {result.throughput_rps:.2f} req/s, utilization {util}, "
-              f"simulated in {result.sim_wall_s * 1000:.0f} ms")
+    con.print(
+        f"cost ${cfg.cost_usd_per_h:,.2f}/h, power {cfg.power_kw:,.2f} kW, "
+        f"throughput {result.throughput_rps:.2f} req/s, utilization {util}, "
+        f"simulated in {result.sim_wall_s * 1000:.0f} ms"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -8,13 +8,20 @@ from typing import Annotated
 import typer
 
 trace_app = typer.Typer(
-    name="trace", help="Generate, inspect and convert request traces.", no_args_is_help=True,
-    add_completion=False, pretty_exceptions_enable=False,
+    name="trace",
+    help="Generate, inspect and convert request traces.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
 )
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document.")]
-SkipOpt = Annotated[bool, typer.Option(
-    "--skip-bad-rows", help="Drop malformed rows (each is listed on stderr) instead of failing.")]
+SkipOpt = Annotated[
+    bool,
+    typer.Option(
+        "--skip-bad-rows", help="Drop malformed rows (each is listed on stderr) instead of failing."
+    ),
+]
 
 
 def _report_skipped(stats) -> None:  # stats: api.TraceStats
@@ -46,28 +53,38 @@ def _render(stats, title: str) -> None:
     for key in ("min", "mean", "p50", "p90", "p99", "max"):
         q.add_column(key, justify="right")
     for label, col in (("prompt", stats.prompt_tokens), ("output", stats.output_tokens)):
-        q.add_row(label, str(col.min), f"{col.mean:.1f}", *(f"{v:g}" for v in col.quantiles.values()),
-                  str(col.max))
+        q.add_row(
+            label, str(col.min), f"{col.mean:.1f}", *(f"{v:g}" for v in col.quantiles.values()), str(col.max)
+        )
     con.print(q)
 
 
 @trace_app.command("generate")
 def generate_command(
     out: Annotated[str, typer.Option("--out", help="Output CSV (reference simulator format).")],
-    workload: Annotated[str, typer.Option(
-        "--workload", help="Preset (coding, conversation) or a trace file (Azure or reference format).")
+    workload: Annotated[
+        str,
+        typer.Option(
+            "--workload", help="Preset (coding, conversation) or a trace file (Azure or reference format)."
+        ),
     ] = "coding",
     rate: Annotated[float | None, typer.Option("--rate", help="Mean arrival rate, requests/s.")] = None,
     duration: Annotated[float | None, typer.Option("--duration", help="Trace length, seconds.")] = None,
-    requests: Annotated[int | None, typer.Option("--requests", help="Stop after this many requests.")
-                        ] = None,
-    arrival: Annotated[str, typer.Option(
-        "--arrival", help="poisson, gamma (bursty, see --cv) or replay (a trace's own timestamps).")
+    requests: Annotated[int | None, typer.Option("--requests", help="Stop after this many requests.")] = None,
+    arrival: Annotated[
+        str,
+        typer.Option(
+            "--arrival", help="poisson, gamma (bursty, see --cv) or replay (a trace's own timestamps)."
+        ),
     ] = "poisson",
     cv: Annotated[float, typer.Option("--cv", help="Coefficient of variation of gamma gaps.")] = 1.0,
     seed: Annotated[int, typer.Option("--seed", help="Random seed (same seed, same trace).")] = 0,
-    recipe: Annotated[str | None, typer.Option(
-        "--recipe", help="splitwise-sim: the reference simulator's own generator (--workload = Azure CSV).")
+    recipe: Annotated[
+        str | None,
+        typer.Option(
+            "--recipe",
+            help="splitwise-sim: the reference simulator's own generator (--workload = Azure CSV).",
+        ),
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -75,8 +92,17 @@ def generate_command(
     from splitplan import api
     from splitplan.cli._common import print_json
 
-    res = api.trace_generate(workload, out, rate_rps=rate, duration_s=duration, requests=requests,
-                             arrival=arrival, cv=cv, seed=seed, recipe=recipe)
+    res = api.trace_generate(
+        workload,
+        out,
+        rate_rps=rate,
+        duration_s=duration,
+        requests=requests,
+        arrival=arrival,
+        cv=cv,
+        seed=seed,
+        recipe=recipe,
+    )
     if json_out:
         print_json(res.to_json())
         return

@@ -14,8 +14,9 @@ from splitplan.perf.memory import kv_capacity_bytes
 from splitplan.perf.profile import ProfilePerfModel, ProfileTable, read_profile
 
 
-def get_perf_model(perf: str | Path, model: ModelSpec, machine: Machine,
-                   prompt_curves: str = "by-count") -> PerfModel:
+def get_perf_model(
+    perf: str | Path, model: ModelSpec, machine: Machine, prompt_curves: str = "by-count"
+) -> PerfModel:
     """`perf` is "analytic" (the shipped calibrated roofline) or the path of a profile CSV.
 
     `prompt_curves` applies to a profile ("by-count" or the reference's "pooled").

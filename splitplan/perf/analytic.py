@@ -78,8 +78,17 @@ class AnalyticCoefficients:
 
     @staticmethod
     def numeric_fields() -> tuple[str, ...]:
-        return ("bw_eff", "prompt_flops_eff", "token_flops_eff", "prompt_overhead_s", "token_overhead_s",
-                "token_seq_s", "knee_tokens", "knee_gain", "knee_power")
+        return (
+            "bw_eff",
+            "prompt_flops_eff",
+            "token_flops_eff",
+            "prompt_overhead_s",
+            "token_overhead_s",
+            "token_seq_s",
+            "knee_tokens",
+            "knee_gain",
+            "knee_power",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +165,8 @@ def _load(path: str) -> CoefficientSet:
             merged = {k: getattr(gpus[gpu], k) for k in AnalyticCoefficients.numeric_fields()}
             merged.update(mentry)
             models[gpu, str(mname).lower()] = _coeffs_from_dict(
-                merged, f"{p} [gpu.{name}.model.{mname}]", True)
+                merged, f"{p} [gpu.{name}.model.{mname}]", True
+            )
     default_doc = doc.get("default", {})
     if not isinstance(default_doc, dict):
         raise InputError(f"{p}: [default] must be a table")
@@ -180,8 +190,12 @@ class AnalyticPerfModel:
 
     kind = "analytic"
 
-    def __init__(self, model: ModelSpec, machine: Machine,
-                 coefficients: AnalyticCoefficients | CoefficientSet | None = None) -> None:
+    def __init__(
+        self,
+        model: ModelSpec,
+        machine: Machine,
+        coefficients: AnalyticCoefficients | CoefficientSet | None = None,
+    ) -> None:
         self.model = model
         self.machine = machine
         if coefficients is None:
@@ -236,8 +250,7 @@ class AnalyticPerfModel:
         """Prompt-like pass over `batch_tokens` tokens plus reading the decodes' KV context."""
         n = np.asarray(batch_tokens, dtype=np.float64)
         ctx = np.asarray(context, dtype=np.float64)
-        return np.asarray(self._prompt_core(n) * self._pcap + self._g_s * ctx * self._tcap,
-                          dtype=np.float64)
+        return np.asarray(self._prompt_core(n) * self._pcap + self._g_s * ctx * self._tcap, dtype=np.float64)
 
     def decode_alone_time_s(self, context: npt.ArrayLike) -> FloatArray:
         return self.token_time_s(1.0, context)

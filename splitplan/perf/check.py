@@ -100,9 +100,14 @@ def _ape(pred: FloatArray, obs: FloatArray) -> FloatArray:
     return np.abs(pred - obs) / obs * 100.0
 
 
-def check_profile(profile_path: str | Path, perf: str = "analytic", tensor_parallel: int | None = 8,
-                  split_seed: int = 0, coefficients_path: str | Path | None = None,
-                  prompt_curves: str = "by-count") -> CheckResult:
+def check_profile(
+    profile_path: str | Path,
+    perf: str = "analytic",
+    tensor_parallel: int | None = 8,
+    split_seed: int = 0,
+    coefficients_path: str | Path | None = None,
+    prompt_curves: str = "by-count",
+) -> CheckResult:
     """MAPE (percent) of a performance model against a profile table, per (model, hardware, TP, phase).
 
     `perf="profile"` builds the profile model from a seeded random 80 % of the rows and scores the
@@ -149,5 +154,11 @@ def check_profile(profile_path: str | Path, perf: str = "analytic", tensor_paral
             all_ape[phase].append(ape)
             groups.append(GroupMape(model_name, hardware, int(tp), phase, float(np.mean(ape)), int(ape.size)))
     overall = {ph: float(np.mean(np.concatenate(v))) for ph, v in all_ape.items()}
-    return CheckResult(perf, str(profile_path), groups, overall["prompt"], overall["token"],
-                       prompt_curves if perf == "profile" else None)
+    return CheckResult(
+        perf,
+        str(profile_path),
+        groups,
+        overall["prompt"],
+        overall["token"],
+        prompt_curves if perf == "profile" else None,
+    )

@@ -37,8 +37,10 @@ _BOUNDS = {
     "knee_gain": (1e-3, 10.0),
     "knee_power": (0.5, 8.0),
 }
-FIT_COMMAND = ("splitplan perf fit --profile ../shared/reference/splitwise-sim/perf_model.csv "
-               "--out data/perf/analytic_coeffs.toml")
+FIT_COMMAND = (
+    "splitplan perf fit --profile ../shared/reference/splitwise-sim/perf_model.csv "
+    "--out data/perf/analytic_coeffs.toml"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,12 +74,20 @@ class FitResult:
             f'source = "defaults: fit of {self.default_from}"',
         ]
         for gpu, c in sorted(self.coefficients.items()):
-            lines += ["", f"[gpu.{gpu}]", *_entry_lines(c),
-                      f'source = "fit to {self.rows[gpu]} profile rows at TP{self.tensor_parallel}"']
+            lines += [
+                "",
+                f"[gpu.{gpu}]",
+                *_entry_lines(c),
+                f'source = "fit to {self.rows[gpu]} profile rows at TP{self.tensor_parallel}"',
+            ]
             for (g, m), mc in sorted(self.models.items()):
                 if g == gpu:
-                    lines += ["", f'[gpu.{gpu}.model."{m}"]', *_entry_lines(mc),
-                              f'source = "per-model refinement, {self.rows[g, m]} rows"']
+                    lines += [
+                        "",
+                        f'[gpu.{gpu}.model."{m}"]',
+                        *_entry_lines(mc),
+                        f'source = "per-model refinement, {self.rows[g, m]} rows"',
+                    ]
         return "\n".join(lines) + "\n"
 
 
@@ -94,8 +104,9 @@ def _gpu_groups(table: ProfileTable) -> dict[str, list[tuple[ModelSpec, Machine,
     return out
 
 
-def _residuals(coeffs: AnalyticCoefficients,
-               groups: list[tuple[ModelSpec, Machine, ProfileTable]]) -> np.ndarray:
+def _residuals(
+    coeffs: AnalyticCoefficients, groups: list[tuple[ModelSpec, Machine, ProfileTable]]
+) -> np.ndarray:
     res = []
     for model, machine, rows in groups:
         prompt, token = predict(AnalyticPerfModel(model, machine, coeffs), rows)
@@ -104,8 +115,9 @@ def _residuals(coeffs: AnalyticCoefficients,
     return np.concatenate(res)
 
 
-def _fit_gpu(groups: list[tuple[ModelSpec, Machine, ProfileTable]],
-             start: AnalyticCoefficients | None = None) -> AnalyticCoefficients:
+def _fit_gpu(
+    groups: list[tuple[ModelSpec, Machine, ProfileTable]], start: AnalyticCoefficients | None = None
+) -> AnalyticCoefficients:
     from scipy.optimize import least_squares
 
     names = AnalyticCoefficients.numeric_fields()
@@ -120,16 +132,27 @@ def _fit_gpu(groups: list[tuple[ModelSpec, Machine, ProfileTable]],
     best = None
     for scale in (1.0, 0.3, 3.0):  # a few starts: the max() of the roofline makes the fit non-smooth
         xs = np.clip(x0 + np.log(scale) * np.array([0, 0, 0, 1, 1, 1, 0, 0, 0]), lo + 1e-9, hi - 1e-9)
-        sol = least_squares(lambda x: _residuals(make(x), groups), xs, bounds=(lo, hi), loss="soft_l1",
-                            f_scale=0.05, x_scale=1.0, max_nfev=4000)
+        sol = least_squares(
+            lambda x: _residuals(make(x), groups),
+            xs,
+            bounds=(lo, hi),
+            loss="soft_l1",
+            f_scale=0.05,
+            x_scale=1.0,
+            max_nfev=4000,
+        )
         if best is None or sol.cost < best.cost:
             best = sol
     assert best is not None
     return make(best.x)
 
 
-def fit_analytic(profile_path: str | Path, tensor_parallel: int = 8, per_model: bool = True,
-                 default_from: str = "h100-80gb") -> FitResult:
+def fit_analytic(
+    profile_path: str | Path,
+    tensor_parallel: int = 8,
+    per_model: bool = True,
+    default_from: str = "h100-80gb",
+) -> FitResult:
     """Fit the analytic coefficients of every GPU type in the profile (at one TP)."""
     path = Path(profile_path)
     table = read_profile(str(path))
@@ -153,8 +176,9 @@ def fit_analytic(profile_path: str | Path, tensor_parallel: int = 8, per_model: 
     src = default_from if default_from in coefficients else sorted(coefficients)[-1]
     default = dataclasses.replace(coefficients[src], calibrated=False)
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
-    return FitResult(coefficients, models, default, src, str(path), sha, int(tensor_parallel), per_model,
-                     rows)
+    return FitResult(
+        coefficients, models, default, src, str(path), sha, int(tensor_parallel), per_model, rows
+    )
 
 
 def save_fit(result: FitResult, out: str | Path, date: str | None = None) -> Path:

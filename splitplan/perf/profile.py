@@ -31,8 +31,16 @@ from splitplan.catalog import Machine, ModelSpec
 from splitplan.errors import InputError
 from splitplan.perf.base import FloatArray, prompt_cap_factor, token_cap_factor
 
-PROFILE_COLUMNS = ("model", "hardware", "prompt_size", "batch_size", "token_size", "prompt_time",
-                   "token_time", "tensor_parallel")
+PROFILE_COLUMNS = (
+    "model",
+    "hardware",
+    "prompt_size",
+    "batch_size",
+    "token_size",
+    "prompt_time",
+    "token_time",
+    "tensor_parallel",
+)
 MIXED_FACTOR = 1.1
 PROMPT_CURVES = ("by-count", "pooled")
 
@@ -52,20 +60,29 @@ class ProfileTable:
     token_time_s: FloatArray
 
     def groups(self) -> list[tuple[str, str, int]]:
-        keys = {(str(m), str(h), int(t)) for m, h, t in
-                zip(self.model, self.hardware, self.tensor_parallel, strict=True)}
+        keys = {
+            (str(m), str(h), int(t))
+            for m, h, t in zip(self.model, self.hardware, self.tensor_parallel, strict=True)
+        }
         return sorted(keys)
 
     def mask(self, model: str, hardware: str, tensor_parallel: int) -> npt.NDArray[np.bool_]:
-        return ((self.model == model) & (self.hardware == hardware)
-                & (self.tensor_parallel == tensor_parallel))
+        return (self.model == model) & (self.hardware == hardware) & (self.tensor_parallel == tensor_parallel)
 
     def subset(self, mask: npt.NDArray[np.bool_]) -> ProfileTable:
         return ProfileTable(self.path, *(getattr(self, f)[mask] for f in _ARRAY_FIELDS))
 
 
-_ARRAY_FIELDS = ("model", "hardware", "tensor_parallel", "prompt_size", "batch_size", "token_size",
-                 "prompt_time_s", "token_time_s")
+_ARRAY_FIELDS = (
+    "model",
+    "hardware",
+    "tensor_parallel",
+    "prompt_size",
+    "batch_size",
+    "token_size",
+    "prompt_time_s",
+    "token_time_s",
+)
 
 
 @cache
@@ -111,9 +128,11 @@ def read_profile(path: str | Path) -> ProfileTable:
         raise InputError(f"profile {p} has no data rows")
     return ProfileTable(
         str(p),
-        np.array(cols["model"]), np.array(cols["hardware"]),
+        np.array(cols["model"]),
+        np.array(cols["hardware"]),
         np.array(cols["tensor_parallel"], dtype=np.int64),
-        np.array(cols["prompt_size"], dtype=np.int64), np.array(cols["batch_size"], dtype=np.int64),
+        np.array(cols["prompt_size"], dtype=np.int64),
+        np.array(cols["batch_size"], dtype=np.int64),
         np.array(cols["token_size"], dtype=np.int64),
         np.array(cols["prompt_time"], dtype=np.float64),
         np.array(cols["token_time"], dtype=np.float64),
@@ -155,8 +174,9 @@ class ProfilePerfModel:
     kind = "profile"
     calibrated = True
 
-    def __init__(self, table: ProfileTable, model: ModelSpec, machine: Machine,
-                 prompt_curves: str = "by-count") -> None:
+    def __init__(
+        self, table: ProfileTable, model: ModelSpec, machine: Machine, prompt_curves: str = "by-count"
+    ) -> None:
         if prompt_curves not in PROMPT_CURVES:
             raise InputError(f"unknown prompt_curves {prompt_curves!r} (expected by-count or pooled)")
         self.model = model
@@ -173,9 +193,7 @@ class ProfilePerfModel:
                 prompt_scale = prompt_cap_factor(machine.power_cap)
                 token_scale = token_cap_factor(machine.power_cap)
         if not mask.any():
-            raise InputError(
-                f"profile {table.path} has no rows for model {model.name!r} on {hw!r} at TP{tp}"
-            )
+            raise InputError(f"profile {table.path} has no rows for model {model.name!r} on {hw!r} at TP{tp}")
         rows = table.subset(mask)
         batch_tokens = rows.prompt_size * rows.batch_size
         self._pooled = median_curve(batch_tokens, rows.prompt_time_s * prompt_scale)

@@ -20,8 +20,17 @@ from splitplan.report.tables import write_parquet_atomic
 from splitplan.slo import SLO_KEYS
 
 HEATMAP_COLUMNS: tuple[str, ...] = (
-    "prompt_machines", "token_machines", *SLO_KEYS, "meets_slo", "stable", "margin",
-    "utilization_prompt", "utilization_token", "cost_usd_per_h", "power_kw", "engine",
+    "prompt_machines",
+    "token_machines",
+    *SLO_KEYS,
+    "meets_slo",
+    "stable",
+    "margin",
+    "utilization_prompt",
+    "utilization_token",
+    "cost_usd_per_h",
+    "power_kw",
+    "engine",
 )
 
 _INT = ("prompt_machines", "token_machines")
@@ -57,8 +66,12 @@ def heatmap_table(columns: Mapping[str, Sequence[Any] | np.ndarray], **meta: obj
             # non-finite slowdowns (none are expected) are stored as null, never as NaN
             arrays.append(pa.array(values, type=pa.float64(), mask=~np.isfinite(values)))
         else:
-            arrays.append(pa.array(list(values) if isinstance(values, np.ndarray) and values.dtype.kind == "U"
-                                   else values, type=schema.field(name).type))
+            arrays.append(
+                pa.array(
+                    list(values) if isinstance(values, np.ndarray) and values.dtype.kind == "U" else values,
+                    type=schema.field(name).type,
+                )
+            )
     table = pa.Table.from_arrays(arrays, schema=schema)
     return table.replace_schema_metadata(metadata(table="heatmap", **meta))
 

@@ -55,16 +55,31 @@ def plot_heatmap(
         vmin = min(lo, 0.5 * center)
         vmax = 3.0 * center
         norm = TwoSlopeNorm(vmin=vmin, vcenter=center, vmax=vmax)
-        im = ax.imshow(np.where(np.isfinite(values), values, vmax * 10), origin="lower", extent=extent,
-                       aspect="auto", cmap=cmap, norm=norm, interpolation="nearest")
+        im = ax.imshow(
+            np.where(np.isfinite(values), values, vmax * 10),
+            origin="lower",
+            extent=extent,
+            aspect="auto",
+            cmap=cmap,
+            norm=norm,
+            interpolation="nearest",
+        )
         if np.isfinite(limit) and finite.size and lo < limit < finite.max():
             ax.contour(tv, pv, values, levels=[limit], colors="white", linewidths=1.2, linestyles="--")
         if 0 < meets.sum() < meets.size:
             ax.contour(tv, pv, meets, levels=[0.5], colors="black", linewidths=1.6)
         # the power marker is a hollow ring drawn first, so a coinciding cost star stays visible
         if power_optimal is not None:
-            ax.plot(power_optimal[1], power_optimal[0], marker="o", ms=20, mfc="none", mec="magenta",
-                    mew=3, ls="none")
+            ax.plot(
+                power_optimal[1],
+                power_optimal[0],
+                marker="o",
+                ms=20,
+                mfc="none",
+                mec="magenta",
+                mew=3,
+                ls="none",
+            )
         if cost_optimal is not None:
             ax.plot(cost_optimal[1], cost_optimal[0], marker="*", ms=16, mfc="cyan", mec="black", ls="none")
         metric, pct = key.split("_p")
@@ -80,13 +95,19 @@ def plot_heatmap(
     handles = [
         Line2D([], [], color="black", lw=1.6, label="all-nine SLO frontier"),
         Line2D([], [], color="white", lw=1.2, ls="--", label="this panel's SLO limit"),
-        Line2D([], [], marker="*", ms=14, mfc="cyan", mec="black", ls="none",
-               label="cost-optimal" + co),
-        Line2D([], [], marker="o", ms=14, mfc="none", mec="magenta", mew=3, ls="none",
-               label="power-optimal" + po),
+        Line2D([], [], marker="*", ms=14, mfc="cyan", mec="black", ls="none", label="cost-optimal" + co),
+        Line2D(
+            [], [], marker="o", ms=14, mfc="none", mec="magenta", mew=3, ls="none", label="power-optimal" + po
+        ),
     ]
-    leg = fig.legend(handles=handles, loc="lower center", ncol=4, bbox_to_anchor=(0.5, -0.035), fontsize=12,
-                     facecolor="#bbbbbb")
+    leg = fig.legend(
+        handles=handles,
+        loc="lower center",
+        ncol=4,
+        bbox_to_anchor=(0.5, -0.035),
+        fontsize=12,
+        facecolor="#bbbbbb",
+    )
     leg.get_frame().set_edgecolor("black")
     fig.suptitle(title, fontsize=15)
 

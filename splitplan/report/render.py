@@ -16,15 +16,27 @@ def fmt(x: float | None, spec: str = ".1f", none: str = "—") -> str:
     return format(x, spec)
 
 
-def make_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[str]],
-               *, right_from: int = 1, no_wrap: Sequence[int] = (0,)) -> Any:
+def make_table(
+    title: str | None,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    right_from: int = 1,
+    no_wrap: Sequence[int] = (0,),
+) -> Any:
     """A compact rich Table (fits an 80-column terminal) with `columns`; columns from index
     `right_from` on are right-aligned (numbers), columns in `no_wrap` never wrap (names)."""
     from rich import box
     from rich.table import Table
 
-    t = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left", padding=(0, 1),
-              collapse_padding=True)
+    t = Table(
+        title=title,
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        title_justify="left",
+        padding=(0, 1),
+        collapse_padding=True,
+    )
     for i, c in enumerate(columns):
         t.add_column(c, justify="right" if i >= right_from else "left", no_wrap=i in no_wrap)
     for r in rows:
@@ -58,18 +70,30 @@ def search_table(outcome: SearchOutcome) -> Any:
     rows = []
     for r in outcome.results:
         star = " *" if best is not None and r is best else ""
-        row = [r.design + star] + ([_pools_cell(r)] if show_pools else []) + [
-            _config_cell(r), fmt(r.cost_usd_per_h, ",.0f"), fmt(r.power_kw, ".1f"), fmt(r.rate_rps, ".1f"),
-            (r.binding_slo or "—") if r.meets_slo else "—",
-            fmt(None if r.headroom is None else 100 * r.headroom, "+.1f") + ("%" if r.headroom is not None
-                                                                          and r.meets_slo else ""),
-            (r.verified_by or "—") + (f"×{r.des_evaluations}" if r.des_evaluations else ""),
-        ]
+        row = (
+            [r.design + star]
+            + ([_pools_cell(r)] if show_pools else [])
+            + [
+                _config_cell(r),
+                fmt(r.cost_usd_per_h, ",.0f"),
+                fmt(r.power_kw, ".1f"),
+                fmt(r.rate_rps, ".1f"),
+                (r.binding_slo or "—") if r.meets_slo else "—",
+                fmt(None if r.headroom is None else 100 * r.headroom, "+.1f")
+                + ("%" if r.headroom is not None and r.meets_slo else ""),
+                (r.verified_by or "—") + (f"×{r.des_evaluations}" if r.des_evaluations else ""),
+            ]
+        )
         rows.append(row)
-    title = (f"Best configuration per design (objective: {outcome.objective}; N = baseline machines; "
-             "verified: engine×DES runs)")
-    columns = ["design"] + (["pools"] if show_pools else []) + [
-        "config", "$/h", "kW", "req/s", "binding", "headroom", "verified"]
+    title = (
+        f"Best configuration per design (objective: {outcome.objective}; N = baseline machines; "
+        "verified: engine×DES runs)"
+    )
+    columns = (
+        ["design"]
+        + (["pools"] if show_pools else [])
+        + ["config", "$/h", "kW", "req/s", "binding", "headroom", "verified"]
+    )
     first_number = 3 if show_pools else 2
     return make_table(title, columns, rows, right_from=first_number, no_wrap=tuple(range(len(columns))))
 
@@ -78,19 +102,30 @@ def search_summary(outcome: SearchOutcome) -> str:
     """The winner and its saving against the best baseline, as rich markup."""
     best = outcome.best
     infeasible = [r.design for r in outcome.results if not r.meets_slo]
-    note = (f"\n[yellow]No configuration meets all nine SLOs for: {', '.join(infeasible)}[/]"
-            if infeasible else "")
+    note = (
+        f"\n[yellow]No configuration meets all nine SLOs for: {', '.join(infeasible)}[/]"
+        if infeasible
+        else ""
+    )
     if best is None:
         return "[bold red]No design meets all nine SLOs in the searched space.[/]"
-    what = {"cost": f"${best.cost_usd_per_h:,.2f}/h", "power": f"{best.power_kw:,.1f} kW",
-            "throughput": f"{fmt(best.rate_rps, '.1f')} req/s"}[outcome.objective]
+    what = {
+        "cost": f"${best.cost_usd_per_h:,.2f}/h",
+        "power": f"{best.power_kw:,.1f} kW",
+        "throughput": f"{fmt(best.rate_rps, '.1f')} req/s",
+    }[outcome.objective]
     line = f"[bold green]Winner:[/] {best.design} {_config_cell(best)} at {what}"
     save = outcome.savings_vs_baseline()
     base = outcome.best_baseline
     if save is not None and base is not None and base is not best:
-        verb = "more throughput" if outcome.objective == "throughput" else (
-            "lower power" if outcome.objective == "power" else "lower cost")
+        verb = (
+            "more throughput"
+            if outcome.objective == "throughput"
+            else ("lower power" if outcome.objective == "power" else "lower cost")
+        )
         line += f" — {100 * save:.1f}% {verb} than the best baseline ({base.design})"
-    line += (f"\n{outcome.evaluated_points} points evaluated, {outcome.des_evaluations} DES runs, "
-             f"{outcome.wall_s:.1f} s")
+    line += (
+        f"\n{outcome.evaluated_points} points evaluated, {outcome.des_evaluations} DES runs, "
+        f"{outcome.wall_s:.1f} s"
+    )
     return line + note

@@ -17,8 +17,9 @@ def points_table(points: Sequence[Mapping[str, object]], **meta: object) -> Any:
 
     schema = search_schema()
     cols = {name: [p.get(name) for p in points] for name in SEARCH_COLUMNS}
-    table = pa.table({name: pa.array(cols[name], type=schema.field(name).type) for name in SEARCH_COLUMNS},
-                     schema=schema)
+    table = pa.table(
+        {name: pa.array(cols[name], type=schema.field(name).type) for name in SEARCH_COLUMNS}, schema=schema
+    )
     return table.replace_schema_metadata(metadata(**meta))
 
 

@@ -39,26 +39,49 @@ CONFIRM_GROUP = 2  # DES confirmations per round; fixed so results do not depend
 
 def _study_name(ctx: _Ctx, space: DesignSpace) -> str:
     pb = ctx.problem
-    h = hashlib.sha256(repr((space, pb.objective, pb.power_budget_kw, pb.cost_budget_usd_per_h,
-                             pb.engine, pb.seed, pb.rate_tol)).encode()).hexdigest()[:12]
+    h = hashlib.sha256(
+        repr(
+            (
+                space,
+                pb.objective,
+                pb.power_budget_kw,
+                pb.cost_budget_usd_per_h,
+                pb.engine,
+                pb.seed,
+                pb.rate_tol,
+            )
+        ).encode()
+    ).hexdigest()[:12]
     return f"splitplan-{ctx.store.fingerprint}-{space.name}-{h}"
 
 
 def _suggest(trial: Any, space: DesignSpace) -> tuple[Design, int, int]:
-    pg = (trial.suggest_categorical("prompt_gpu", list(space.prompt.gpus)) if len(space.prompt.gpus) > 1
-          else space.prompt.gpus[0])
+    pg = (
+        trial.suggest_categorical("prompt_gpu", list(space.prompt.gpus))
+        if len(space.prompt.gpus) > 1
+        else space.prompt.gpus[0]
+    )
     lo, hi = space.prompt.power_cap
     pc = trial.suggest_float("prompt_power_cap", lo, hi) if lo < hi else lo
-    p = (trial.suggest_int("prompt_machines", *space.prompt_range)
-         if space.prompt_range[0] < space.prompt_range[1] else space.prompt_range[0])
+    p = (
+        trial.suggest_int("prompt_machines", *space.prompt_range)
+        if space.prompt_range[0] < space.prompt_range[1]
+        else space.prompt_range[0]
+    )
     if space.baseline:
         return space.design(pg, pg, pc, pc), p, 0
-    tg = (trial.suggest_categorical("token_gpu", list(space.token.gpus)) if len(space.token.gpus) > 1
-          else space.token.gpus[0])
+    tg = (
+        trial.suggest_categorical("token_gpu", list(space.token.gpus))
+        if len(space.token.gpus) > 1
+        else space.token.gpus[0]
+    )
     lo, hi = space.token.power_cap
     tc = trial.suggest_float("token_power_cap", lo, hi) if lo < hi else lo
-    t = (trial.suggest_int("token_machines", *space.token_range)
-         if space.token_range[0] < space.token_range[1] else space.token_range[0])
+    t = (
+        trial.suggest_int("token_machines", *space.token_range)
+        if space.token_range[0] < space.token_range[1]
+        else space.token_range[0]
+    )
     return space.design(pg, tg, pc, tc), p, t
 
 
@@ -171,8 +194,9 @@ def _sampler(pb: Any, number: int) -> Any:
     import optuna
 
     seed = int.from_bytes(hashlib.sha256(f"{pb.seed}:{number}".encode()).digest()[:4], "little")
-    return optuna.samplers.TPESampler(seed=seed, multivariate=True,
-                                      n_startup_trials=min(20, max(pb.trials // 4, 4)))
+    return optuna.samplers.TPESampler(
+        seed=seed, multivariate=True, n_startup_trials=min(20, max(pb.trials // 4, 4))
+    )
 
 
 def _run_trials(ctx: _Ctx, space: DesignSpace) -> Any:
@@ -185,11 +209,18 @@ def _run_trials(ctx: _Ctx, space: DesignSpace) -> Any:
     pb = ctx.problem
     me = _owner_token()
     direction = "maximize" if pb.objective == "throughput" else "minimize"
-    study = optuna.create_study(storage=ctx.store.optuna_storage, study_name=_study_name(ctx, space),
-                                direction=direction, load_if_exists=True)
+    study = optuna.create_study(
+        storage=ctx.store.optuna_storage,
+        study_name=_study_name(ctx, space),
+        direction=direction,
+        load_if_exists=True,
+    )
     # trials asked by an interrupted run: their parameters are known; finish their batch
-    pending = [optuna.trial.Trial(study, fr._trial_id) for fr in study.get_trials(deepcopy=False)
-               if fr.state == TrialState.RUNNING and _is_stale(fr, me)]
+    pending = [
+        optuna.trial.Trial(study, fr._trial_id)
+        for fr in study.get_trials(deepcopy=False)
+        if fr.state == TrialState.RUNNING and _is_stale(fr, me)
+    ]
     for tr in pending:
         tr.set_user_attr("owner", me)
     dists = _distributions(space)
@@ -257,18 +288,27 @@ def optuna_space(ctx: _Ctx, space: DesignSpace) -> tuple[DesignResult, list[dict
         design, p, t = _config_of(space, tr.params)
         c = _constraints(tr)
         rate = _value(tr) if pb.objective == "throughput" else 1.0
-        records.append(point_record(space=space.name, design=design, prompt=p, token=t,
-                                    rate_rps=float(rate) * pb.rate_rps,
-                                    within_budget=all(x <= 0 for x in c[:-1]),
-                                    analytic_margin=-c[-1] if pb.objective != "throughput" else math.nan,
-                                    meets=all(x <= 0 for x in c), decided_by="analytic"))
+        records.append(
+            point_record(
+                space=space.name,
+                design=design,
+                prompt=p,
+                token=t,
+                rate_rps=float(rate) * pb.rate_rps,
+                within_budget=all(x <= 0 for x in c[:-1]),
+                analytic_margin=-c[-1] if pb.objective != "throughput" else math.nan,
+                meets=all(x <= 0 for x in c),
+                decided_by="analytic",
+            )
+        )
     if pb.engine == "analytic" or not cands:
         if not cands:
             return empty_result(space.name, space.design(), des_evaluations=0, method="optuna"), records
         best = min(range(len(records)), key=lambda i: _rank(records[i], pb.objective))
-        return result_from_record(records[best], baseline=space.baseline, des_evaluations=0,
-                                  method="optuna"), records
-    cands = cands[:pb.confirm_top]
+        return result_from_record(
+            records[best], baseline=space.baseline, des_evaluations=0, method="optuna"
+        ), records
+    cands = cands[: pb.confirm_top]
     n_des0 = ctx.des_evaluations
     step = CONFIRM_GROUP
     chosen: dict[str, object] | None = None
@@ -280,9 +320,19 @@ def optuna_space(ctx: _Ctx, space: DesignSpace) -> tuple[DesignResult, list[dict
         for (d, p, t, _v), (per, _fresh) in zip(cands, outs, strict=True):
             f, dec, probes = per[0]
             for fp, dp in sorted(probes.items()):
-                rec = point_record(space=space.name, design=d, prompt=p, token=t, rate_rps=fp * pb.rate_rps,
-                                   within_budget=True, des_margin=dp.margin, meets=dp.meets,
-                                   decided_by="des", binding=dp.binding, slowdown=dp.slowdown)
+                rec = point_record(
+                    space=space.name,
+                    design=d,
+                    prompt=p,
+                    token=t,
+                    rate_rps=fp * pb.rate_rps,
+                    within_budget=True,
+                    des_margin=dp.margin,
+                    meets=dp.meets,
+                    decided_by="des",
+                    binding=dp.binding,
+                    slowdown=dp.slowdown,
+                )
                 records.append(rec)
                 if f > 0 and fp == f and dec is not None:
                     key = (f, -float(rec["cost_usd_per_h"]))  # type: ignore[arg-type]
@@ -290,14 +340,24 @@ def optuna_space(ctx: _Ctx, space: DesignSpace) -> tuple[DesignResult, list[dict
                         best_key, chosen = key, rec
     else:
         for i in range(0, len(cands), step):
-            group = cands[i:i + step]
+            group = cands[i : i + step]
             tasks = [(decide_points, ctx.cached(space.name), d, [(p, t)], 1.0) for d, p, t, _v in group]
             outs = ctx.map(_call, tasks, lambda res: res[1])
             for (d, p, t, _v), (seen_pts, _fresh) in zip(group, outs, strict=True):
                 dec = seen_pts[(p, t)]
-                rec = point_record(space=space.name, design=d, prompt=p, token=t, rate_rps=pb.rate_rps,
-                                   within_budget=True, des_margin=dec.margin, meets=dec.meets,
-                                   decided_by="des", binding=dec.binding, slowdown=dec.slowdown)
+                rec = point_record(
+                    space=space.name,
+                    design=d,
+                    prompt=p,
+                    token=t,
+                    rate_rps=pb.rate_rps,
+                    within_budget=True,
+                    des_margin=dec.margin,
+                    meets=dec.meets,
+                    decided_by="des",
+                    binding=dec.binding,
+                    slowdown=dec.slowdown,
+                )
                 records.append(rec)
                 if dec.meets and chosen is None:
                     chosen, chosen_cfg = rec, (d, p, t)
@@ -314,8 +374,9 @@ def optuna_space(ctx: _Ctx, space: DesignSpace) -> tuple[DesignResult, list[dict
     n_des = ctx.des_evaluations - n_des0
     if chosen is None:
         return empty_result(space.name, space.design(), des_evaluations=n_des, method="optuna"), records
-    return result_from_record(chosen, baseline=space.baseline, des_evaluations=n_des,
-                              method="optuna"), records
+    return result_from_record(
+        chosen, baseline=space.baseline, des_evaluations=n_des, method="optuna"
+    ), records
 
 
 POLISH_STEPS = ((-1, 0), (0, -1), (-1, 1), (1, -1), (-2, 1), (1, -2), (-1, -1))
@@ -323,8 +384,9 @@ POLISH_MAX = 30
 ESCALATE_MAX = 40  # DES runs spent climbing from a failed candidate before giving up
 
 
-def _escalate(ctx: _Ctx, space: DesignSpace, design: Design, p: int, t: int,
-              records: list[dict[str, object]]) -> tuple[dict[str, object], tuple[Design, int, int]] | None:
+def _escalate(
+    ctx: _Ctx, space: DesignSpace, design: Design, p: int, t: int, records: list[dict[str, object]]
+) -> tuple[dict[str, object], tuple[Design, int, int]] | None:
     """Cheapest DES-feasible point among those with at least (p, t) machines (same pools), tried in
     objective order; bounded by ESCALATE_MAX DES runs."""
     pb = ctx.problem
@@ -339,24 +401,47 @@ def _escalate(ctx: _Ctx, space: DesignSpace, design: Design, p: int, t: int,
         return pp * design.prompt.power_kw + tt * design.token.power_kw
 
     obj = power if pb.objective == "power" else cost
-    pts = sorted(((pp, tt) for pp in range(p, pr[1] + 1) for tt in range(t_lo, t_hi + 1)
-                  if (pp, tt) != (p, t) and pb.within_budget(cost(pp, tt), power(pp, tt))),
-                 key=lambda x: (round(obj(*x), 9), x[0] + x[1], x[0]))
+    pts = sorted(
+        (
+            (pp, tt)
+            for pp in range(p, pr[1] + 1)
+            for tt in range(t_lo, t_hi + 1)
+            if (pp, tt) != (p, t) and pb.within_budget(cost(pp, tt), power(pp, tt))
+        ),
+        key=lambda x: (round(obj(*x), 9), x[0] + x[1], x[0]),
+    )
     for pp, tt in pts[:ESCALATE_MAX]:
         seen_pts, fresh = decide_points(ctx.cached(space.name), design, [(pp, tt)], 1.0)
         ctx.absorb(fresh)
         dec = seen_pts[(pp, tt)]
-        rec = point_record(space=space.name, design=design, prompt=pp, token=tt, rate_rps=pb.rate_rps,
-                           within_budget=True, des_margin=dec.margin, meets=dec.meets, decided_by="des",
-                           binding=dec.binding, slowdown=dec.slowdown)
+        rec = point_record(
+            space=space.name,
+            design=design,
+            prompt=pp,
+            token=tt,
+            rate_rps=pb.rate_rps,
+            within_budget=True,
+            des_margin=dec.margin,
+            meets=dec.meets,
+            decided_by="des",
+            binding=dec.binding,
+            slowdown=dec.slowdown,
+        )
         records.append(rec)
         if dec.meets:
             return rec, (design, pp, tt)
     return None
 
 
-def _polish(ctx: _Ctx, space: DesignSpace, design: Design, p: int, t: int, rec: dict[str, object],
-            records: list[dict[str, object]]) -> dict[str, object]:
+def _polish(
+    ctx: _Ctx,
+    space: DesignSpace,
+    design: Design,
+    p: int,
+    t: int,
+    rec: dict[str, object],
+    records: list[dict[str, object]],
+) -> dict[str, object]:
     """Local DES descent from the confirmed best over cheaper neighbouring counts (same pools).
 
     The analytic first pass can misjudge points next to the SLO frontier; a few DES runs on the
@@ -379,17 +464,34 @@ def _polish(ctx: _Ctx, space: DesignSpace, design: Design, p: int, t: int, rec: 
 
     for _ in range(POLISH_MAX):
         steps = ((-1, 0),) if space.baseline else POLISH_STEPS
-        nbrs = sorted({(p + dp, t + dt) for dp, dt in steps
-                       if pr[0] <= p + dp <= pr[1] and (space.baseline or tr[0] <= t + dt <= tr[1])
-                       and key(p + dp, t + dt) < key(p, t)}, key=lambda x: key(*x))
+        nbrs = sorted(
+            {
+                (p + dp, t + dt)
+                for dp, dt in steps
+                if pr[0] <= p + dp <= pr[1]
+                and (space.baseline or tr[0] <= t + dt <= tr[1])
+                and key(p + dp, t + dt) < key(p, t)
+            },
+            key=lambda x: key(*x),
+        )
         moved = False
         for pp, tt in nbrs:
             seen_pts, fresh = decide_points(ctx.cached(space.name), design, [(pp, tt)], 1.0)
             ctx.absorb(fresh)
             dec = seen_pts[(pp, tt)]
-            r = point_record(space=space.name, design=design, prompt=pp, token=tt, rate_rps=pb.rate_rps,
-                             within_budget=True, des_margin=dec.margin, meets=dec.meets, decided_by="des",
-                             binding=dec.binding, slowdown=dec.slowdown)
+            r = point_record(
+                space=space.name,
+                design=design,
+                prompt=pp,
+                token=tt,
+                rate_rps=pb.rate_rps,
+                within_budget=True,
+                des_margin=dec.margin,
+                meets=dec.meets,
+                decided_by="des",
+                binding=dec.binding,
+                slowdown=dec.slowdown,
+            )
             r["within_budget"] = pb.within_budget(obj_cost(pp, tt), obj_power(pp, tt))
             records.append(r)
             if dec.meets and r["within_budget"]:

@@ -44,8 +44,8 @@ def scale_rate(workload: Workload, factor: float) -> Workload:
 class Screen:
     """Analytic screen of n points: margin = min over SLOs of limit/value − 1 (negative fails)."""
 
-    margin: FloatArray                       # (n,)
-    slowdown: dict[str, FloatArray]          # SLO key → (n,)
+    margin: FloatArray  # (n,)
+    slowdown: dict[str, FloatArray]  # SLO key → (n,)
     binding: npt.NDArray[np.str_] | None = None  # (n,) the SLO with least headroom, when known
 
     @property
@@ -58,7 +58,7 @@ class Decision:
     """A DES verdict on one configuration at one rate factor."""
 
     meets: bool
-    margin: float                            # −inf when unstable
+    margin: float  # −inf when unstable
     binding: str
     slowdown: dict[str, float] = field(default_factory=dict)
 
@@ -71,8 +71,9 @@ class Evaluator(Protocol):
     - `decide` is the expensive exact check of one configuration (the DES).
     """
 
-    def screen(self, design: Design, prompt: IntArray, token: IntArray,
-               rate_scale: float | FloatArray = 1.0) -> Screen: ...
+    def screen(
+        self, design: Design, prompt: IntArray, token: IntArray, rate_scale: float | FloatArray = 1.0
+    ) -> Screen: ...
 
     def decide(self, design: Design, prompt: int, token: int, rate_scale: float = 1.0) -> Decision: ...
 
@@ -98,12 +99,18 @@ class SimEvaluator:
             self._scaled[factor] = replace(self.scenario, workload=wl)
         return self._scaled[factor]
 
-    def screen(self, design: Design, prompt: IntArray, token: IntArray,
-               rate_scale: float | FloatArray = 1.0) -> Screen:
+    def screen(
+        self, design: Design, prompt: IntArray, token: IntArray, rate_scale: float | FloatArray = 1.0
+    ) -> Screen:
         from splitplan.sim.analytic import evaluate_grid
 
-        batch = evaluate_grid(design, np.asarray(prompt, dtype=np.int64), np.asarray(token, dtype=np.int64),
-                              self.scenario, rate_scale=rate_scale)
+        batch = evaluate_grid(
+            design,
+            np.asarray(prompt, dtype=np.int64),
+            np.asarray(token, dtype=np.int64),
+            self.scenario,
+            rate_scale=rate_scale,
+        )
         margin = np.asarray(batch.margin, dtype=np.float64).copy()
         margin[~np.asarray(batch.stable, dtype=bool)] = -np.inf
         margin[np.isnan(margin)] = -np.inf
@@ -123,5 +130,9 @@ class SimEvaluator:
         margin = float(res.verdict.headroom) if res.stable else -math.inf
         if math.isnan(margin):
             margin = -math.inf
-        return Decision(meets=bool(res.meets_slo), margin=margin, binding=res.verdict.binding,
-                        slowdown={k: float(res.slowdown[k]) for k in SLO_KEYS})
+        return Decision(
+            meets=bool(res.meets_slo),
+            margin=margin,
+            binding=res.verdict.binding,
+            slowdown={k: float(res.slowdown[k]) for k in SLO_KEYS},
+        )

@@ -53,8 +53,16 @@ class CachedEvaluator:
         return len(self.fresh)
 
     def key(self, design: Design, p: int, t: int, factor: float) -> str:
-        return point_key(self.space, design.prompt.type.name, design.token.type.name,
-                         design.prompt.power_cap, design.token.power_cap, int(p), int(t), factor)
+        return point_key(
+            self.space,
+            design.prompt.type.name,
+            design.token.type.name,
+            design.prompt.power_cap,
+            design.token.power_cap,
+            int(p),
+            int(t),
+            factor,
+        )
 
     def decide(self, design: Design, p: int, t: int, factor: float) -> Decision:
         k = self.key(design, p, t, factor)
@@ -95,8 +103,14 @@ def first_passing(margin_col: np.ndarray, values: np.ndarray, sentinel: int) -> 
     return int(values[ok[0]]) if len(ok) else sentinel
 
 
-def walk_columns(evaluator: CachedEvaluator, design: Design, ps: list[int], t_range: tuple[int, int],
-                 guesses: list[int], factor: float) -> tuple[dict[Point, Decision], dict[str, Decision]]:
+def walk_columns(
+    evaluator: CachedEvaluator,
+    design: Design,
+    ps: list[int],
+    t_range: tuple[int, int],
+    guesses: list[int],
+    factor: float,
+) -> tuple[dict[Point, Decision], dict[str, Decision]]:
     """Find t*(p) for each p in `ps` (walked in descending order), sharing dominance between columns.
 
     Top-level and picklable: one task per design column block. Returns every DES verdict used.
@@ -109,6 +123,7 @@ def walk_columns(evaluator: CachedEvaluator, design: Design, ps: list[int], t_ra
             d = evaluator.decide(design, p, t, factor)
             seen[(p, t)] = d
             return d.meets
+
         return probe
 
     order = sorted(zip(ps, guesses, strict=True), reverse=True)
@@ -119,8 +134,9 @@ def walk_columns(evaluator: CachedEvaluator, design: Design, ps: list[int], t_ra
     return seen, evaluator.fresh
 
 
-def walk_line(evaluator: CachedEvaluator, design: Design, n_range: tuple[int, int], guess: int,
-              factor: float) -> tuple[dict[Point, Decision], dict[str, Decision]]:
+def walk_line(
+    evaluator: CachedEvaluator, design: Design, n_range: tuple[int, int], guess: int, factor: float
+) -> tuple[dict[Point, Decision], dict[str, Decision]]:
     """Baselines: the fewest machines N* that pass (one threshold search)."""
     seen: dict[Point, Decision] = {}
 
@@ -133,8 +149,9 @@ def walk_line(evaluator: CachedEvaluator, design: Design, n_range: tuple[int, in
     return seen, evaluator.fresh
 
 
-def decide_points(evaluator: CachedEvaluator, design: Design, points: list[Point],
-                  factor: float) -> tuple[dict[Point, Decision], dict[str, Decision]]:
+def decide_points(
+    evaluator: CachedEvaluator, design: Design, points: list[Point], factor: float
+) -> tuple[dict[Point, Decision], dict[str, Decision]]:
     """DES every point of a chunk (exhaustive sweeps and the hybrid's verification pass)."""
     out = {pt: evaluator.decide(design, pt[0], pt[1], factor) for pt in points}
     return out, evaluator.fresh
@@ -145,7 +162,7 @@ class Grid:
     """The points of one design's count space, as flat arrays in (p, t) row-major order."""
 
     p_values: np.ndarray
-    t_values: np.ndarray          # [0] for baselines
+    t_values: np.ndarray  # [0] for baselines
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -205,8 +222,9 @@ def classify(grid: Grid, decided: dict[Point, Decision]) -> tuple[np.ndarray, np
     return meets, how
 
 
-def objective_values(design: Design, p: np.ndarray, t: np.ndarray, objective: str
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def objective_values(
+    design: Design, p: np.ndarray, t: np.ndarray, objective: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(objective, cost $/h, power kW) per point; baselines have t = 0."""
     tt = np.zeros_like(p) if design.is_baseline else t
     cost = p * design.prompt.cost_usd_per_h + tt * design.token.cost_usd_per_h
@@ -215,8 +233,9 @@ def objective_values(design: Design, p: np.ndarray, t: np.ndarray, objective: st
     return obj.astype(np.float64), cost.astype(np.float64), power.astype(np.float64)
 
 
-def best_index(meets: np.ndarray, ok_budget: np.ndarray, obj: np.ndarray, machines: np.ndarray,
-               p: np.ndarray) -> int | None:
+def best_index(
+    meets: np.ndarray, ok_budget: np.ndarray, obj: np.ndarray, machines: np.ndarray, p: np.ndarray
+) -> int | None:
     """Index of the cheapest feasible in-budget point; ties → fewer machines, then fewer prompt."""
     cand = np.nonzero(meets & ok_budget)[0]
     if not len(cand):
@@ -225,9 +244,16 @@ def best_index(meets: np.ndarray, ok_budget: np.ndarray, obj: np.ndarray, machin
     return int(cand[order[0]])
 
 
-def verify_candidates(how: np.ndarray, meets: np.ndarray, ok_budget: np.ndarray, obj: np.ndarray,
-                      margin: np.ndarray, best_obj: float, band: float,
-                      near_miss: np.ndarray | None = None) -> np.ndarray:
+def verify_candidates(
+    how: np.ndarray,
+    meets: np.ndarray,
+    ok_budget: np.ndarray,
+    obj: np.ndarray,
+    margin: np.ndarray,
+    best_obj: float,
+    band: float,
+    near_miss: np.ndarray | None = None,
+) -> np.ndarray:
     """Flat indices the hybrid re-checks with the DES: undecided points, and dominance-infeasible
     points no dearer than the optimum whose analytic margin is within the band or that only close
     near misses dominate (`near_miss_only`)."""

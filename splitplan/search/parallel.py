@@ -20,6 +20,7 @@ class ProgressSink(Protocol):
 
     def advance(self, n: int = 1) -> None: ...
 
+
 BACKENDS = ("loky", "dask")
 
 
@@ -53,9 +54,13 @@ class Runner:
     def in_process(self) -> bool:
         return self.backend == "loky" and self.jobs == 1
 
-    def map(self, fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]],
-            progress: ProgressSink | None = None,
-            on_result: Callable[[int, Any], None] | None = None) -> list[Any]:
+    def map(
+        self,
+        fn: Callable[..., Any],
+        tasks: Sequence[tuple[Any, ...]],
+        progress: ProgressSink | None = None,
+        on_result: Callable[[int, Any], None] | None = None,
+    ) -> list[Any]:
         """`[fn(*task) for task in tasks]`, in order, possibly in parallel.
 
         `on_result(i, result)` runs in the caller's process as each task finishes (to persist
@@ -95,8 +100,9 @@ class Runner:
         try:
             from distributed import Client
         except ImportError:
-            raise InputError("--backend dask needs the 'distributed' package (pip install splitplan[dask])") \
-                from None
+            raise InputError(
+                "--backend dask needs the 'distributed' package (pip install splitplan[dask])"
+            ) from None
         import joblib
 
         try:
@@ -115,4 +121,4 @@ def chunks(items: Sequence[Any], n_chunks: int) -> list[list[Any]]:
     n = len(items)
     k = max(1, min(n_chunks, n))
     bounds = [round(i * n / k) for i in range(k + 1)]
-    return [list(items[bounds[i]:bounds[i + 1]]) for i in range(k) if bounds[i + 1] > bounds[i]]
+    return [list(items[bounds[i] : bounds[i + 1]]) for i in range(k) if bounds[i + 1] > bounds[i]]

@@ -90,8 +90,9 @@ class DesignSpace:
     def count_dims(self) -> int:
         if self.baseline:
             return int(self.prompt_range[0] < self.prompt_range[1])
-        return (int(self.prompt_range[0] < self.prompt_range[1])
-                + int(self.token_range[0] < self.token_range[1]))
+        return int(self.prompt_range[0] < self.prompt_range[1]) + int(
+            self.token_range[0] < self.token_range[1]
+        )
 
     @property
     def dims(self) -> int:
@@ -102,8 +103,13 @@ class DesignSpace:
     def is_fixed_pools(self) -> bool:
         return self.prompt.dims == 0 and (self.baseline or self.token.dims == 0)
 
-    def design(self, prompt_gpu: str | None = None, token_gpu: str | None = None,
-               prompt_cap: float | None = None, token_cap: float | None = None) -> Design:
+    def design(
+        self,
+        prompt_gpu: str | None = None,
+        token_gpu: str | None = None,
+        prompt_cap: float | None = None,
+        token_cap: float | None = None,
+    ) -> Design:
         """The concrete Design for a choice of pool types and caps (defaults: the first/lower)."""
         pg = prompt_gpu or self.prompt.gpus[0]
         tg = token_gpu or self.token.gpus[0]
@@ -117,16 +123,19 @@ class DesignSpace:
         return d
 
 
-_PAPER = ("baseline-a100", "baseline-h100", "splitwise-aa", "splitwise-hh", "splitwise-ha",
-          "splitwise-hhcap")
+_PAPER = ("baseline-a100", "baseline-h100", "splitwise-aa", "splitwise-hh", "splitwise-ha", "splitwise-hhcap")
 
 DEFAULT_SPLIT_RANGE = (1, 39)
 DEFAULT_BASELINE_MAX = 80
 
 
-def paper_space(name: str, *, max_machines: int | None = None,
-                prompt_range: tuple[int, int] | None = None,
-                token_range: tuple[int, int] | None = None) -> DesignSpace:
+def paper_space(
+    name: str,
+    *,
+    max_machines: int | None = None,
+    prompt_range: tuple[int, int] | None = None,
+    token_range: tuple[int, int] | None = None,
+) -> DesignSpace:
     """A DesignSpace for one of the six named designs with the default (or given) ranges."""
     d = get_design(name)
     cap = max_machines
@@ -135,12 +144,19 @@ def paper_space(name: str, *, max_machines: int | None = None,
     if d.is_baseline:
         hi = DEFAULT_BASELINE_MAX if cap is None else cap
         pr = prompt_range or (1, hi)
-        return DesignSpace(name=d.name, baseline=True, prompt=prompt, token=token,
-                           prompt_range=_clip(pr, cap))
+        return DesignSpace(
+            name=d.name, baseline=True, prompt=prompt, token=token, prompt_range=_clip(pr, cap)
+        )
     pr = prompt_range or DEFAULT_SPLIT_RANGE
     tr = token_range or DEFAULT_SPLIT_RANGE
-    return DesignSpace(name=d.name, baseline=False, prompt=prompt, token=token,
-                       prompt_range=_clip(pr, cap), token_range=_clip(tr, cap))
+    return DesignSpace(
+        name=d.name,
+        baseline=False,
+        prompt=prompt,
+        token=token,
+        prompt_range=_clip(pr, cap),
+        token_range=_clip(tr, cap),
+    )
 
 
 def _clip(r: tuple[int, int], cap: int | None) -> tuple[int, int]:

@@ -15,16 +15,41 @@ from splitplan.slo import SLO_KEYS
 DecidedBy = str  # "des" | "analytic" | "dominance"
 
 POINT_KEYS: tuple[str, ...] = (
-    "design", "prompt_gpu", "token_gpu", "prompt_power_cap", "token_power_cap",
-    "prompt_machines", "token_machines", "machines", "rate_rps", "cost_usd_per_h", "power_kw",
-    "within_budget", "analytic_margin", "des_margin", "meets_slo", "decided_by", "binding_slo",
+    "design",
+    "prompt_gpu",
+    "token_gpu",
+    "prompt_power_cap",
+    "token_power_cap",
+    "prompt_machines",
+    "token_machines",
+    "machines",
+    "rate_rps",
+    "cost_usd_per_h",
+    "power_kw",
+    "within_budget",
+    "analytic_margin",
+    "des_margin",
+    "meets_slo",
+    "decided_by",
+    "binding_slo",
 )
 
 
-def point_record(*, space: str, design: Design, prompt: int, token: int, rate_rps: float,
-                 within_budget: bool, analytic_margin: float = math.nan, des_margin: float = math.nan,
-                 meets: bool, decided_by: DecidedBy, binding: str = "",
-                 slowdown: dict[str, float] | None = None) -> dict[str, object]:
+def point_record(
+    *,
+    space: str,
+    design: Design,
+    prompt: int,
+    token: int,
+    rate_rps: float,
+    within_budget: bool,
+    analytic_margin: float = math.nan,
+    des_margin: float = math.nan,
+    meets: bool,
+    decided_by: DecidedBy,
+    binding: str = "",
+    slowdown: dict[str, float] | None = None,
+) -> dict[str, object]:
     baseline = design.is_baseline
     cost = prompt * design.prompt.cost_usd_per_h + (0 if baseline else token * design.token.cost_usd_per_h)
     power = prompt * design.prompt.power_kw + (0 if baseline else token * design.token.power_kw)
@@ -95,7 +120,8 @@ class DesignResult:
             "rate_rps": clean(self.rate_rps),
             "meets_slo": self.meets_slo,
             "verified_by": self.verified_by,
-            "slowdown": {k: clean(self.slowdown.get(k)) for k in SLO_KEYS} if self.meets_slo
+            "slowdown": {k: clean(self.slowdown.get(k)) for k in SLO_KEYS}
+            if self.meets_slo
             else dict.fromkeys(SLO_KEYS),
             "binding_slo": self.binding_slo,
             "slo_headroom": clean(self.headroom),
@@ -104,12 +130,15 @@ class DesignResult:
         }
 
 
-def result_from_record(rec: dict[str, object], *, baseline: bool, des_evaluations: int,
-                       method: str) -> DesignResult:
+def result_from_record(
+    rec: dict[str, object], *, baseline: bool, des_evaluations: int, method: str
+) -> DesignResult:
     margin = float(rec["des_margin"]) if rec["decided_by"] == "des" else float(rec["analytic_margin"])
     return DesignResult(
-        design=str(rec["design"]), baseline=baseline,
-        prompt_gpu=str(rec["prompt_gpu"]), token_gpu=str(rec["token_gpu"]),
+        design=str(rec["design"]),
+        baseline=baseline,
+        prompt_gpu=str(rec["prompt_gpu"]),
+        token_gpu=str(rec["token_gpu"]),
         prompt_power_cap=float(rec["prompt_power_cap"]),  # type: ignore[arg-type]
         token_power_cap=float(rec["token_power_cap"]),  # type: ignore[arg-type]
         prompt_machines=rec["prompt_machines"],  # type: ignore[arg-type]
@@ -123,16 +152,21 @@ def result_from_record(rec: dict[str, object], *, baseline: bool, des_evaluation
         binding_slo=str(rec["binding_slo"]) or None,
         headroom=margin,
         slowdown={k: float(rec[k]) for k in SLO_KEYS},  # type: ignore[arg-type]
-        des_evaluations=des_evaluations, method=method,
+        des_evaluations=des_evaluations,
+        method=method,
     )
 
 
 def empty_result(space_name: str, design: Design, *, des_evaluations: int, method: str) -> DesignResult:
     return DesignResult(
-        design=space_name, baseline=design.is_baseline,
-        prompt_gpu=design.prompt.type.name, token_gpu=design.token.type.name,
-        prompt_power_cap=float(design.prompt.power_cap), token_power_cap=float(design.token.power_cap),
-        des_evaluations=des_evaluations, method=method,
+        design=space_name,
+        baseline=design.is_baseline,
+        prompt_gpu=design.prompt.type.name,
+        token_gpu=design.token.type.name,
+        prompt_power_cap=float(design.prompt.power_cap),
+        token_power_cap=float(design.token.power_cap),
+        des_evaluations=des_evaluations,
+        method=method,
     )
 
 
@@ -164,9 +198,14 @@ class SearchOutcome:
 
     @property
     def best_baseline(self) -> DesignResult | None:
-        base = SearchOutcome(objective=self.objective, engine=self.engine,
-                             results=tuple(r for r in self.results if r.baseline),
-                             points=[], des_evaluations=0, wall_s=0.0)
+        base = SearchOutcome(
+            objective=self.objective,
+            engine=self.engine,
+            results=tuple(r for r in self.results if r.baseline),
+            points=[],
+            des_evaluations=0,
+            wall_s=0.0,
+        )
         return base.best
 
     def savings_vs_baseline(self) -> float | None:

@@ -86,27 +86,48 @@ class _Ctx:
             self.record(k, d)
 
     def map(self, fn: Any, tasks: list[tuple[Any, ...]], fresh_of: Any) -> list[Any]:
-        return self.runner.map(fn, tasks, progress=self.progress,
-                               on_result=lambda _i, res: self.absorb(fresh_of(res)))
+        return self.runner.map(
+            fn, tasks, progress=self.progress, on_result=lambda _i, res: self.absorb(fresh_of(res))
+        )
 
 
 def _ledger_record(key: str, d: Decision, rate_rps: float) -> dict[str, object]:
     space, pg, tg, pc, tc, p, t, f = key.split("|")
-    rec: dict[str, object] = {"design": space, "prompt_gpu": pg, "token_gpu": tg,
-                              "prompt_power_cap": float(pc), "token_power_cap": float(tc),
-                              "prompt_machines": int(p), "token_machines": int(t),
-                              "rate_rps": float(f) * rate_rps, "des_margin": d.margin,
-                              "meets_slo": d.meets, "decided_by": "des", "binding_slo": d.binding}
+    rec: dict[str, object] = {
+        "design": space,
+        "prompt_gpu": pg,
+        "token_gpu": tg,
+        "prompt_power_cap": float(pc),
+        "token_power_cap": float(tc),
+        "prompt_machines": int(p),
+        "token_machines": int(t),
+        "rate_rps": float(f) * rate_rps,
+        "des_margin": d.margin,
+        "meets_slo": d.meets,
+        "decided_by": "des",
+        "binding_slo": d.binding,
+    }
     rec.update(d.slowdown)
     return rec
 
 
-def run_search(problem: SearchProblem, evaluator: Evaluator, *, runner: Runner | None = None,
-               store: PointStore | None = None, progress: ProgressSink | None = None) -> SearchOutcome:
+def run_search(
+    problem: SearchProblem,
+    evaluator: Evaluator,
+    *,
+    runner: Runner | None = None,
+    store: PointStore | None = None,
+    progress: ProgressSink | None = None,
+) -> SearchOutcome:
     """Solve `problem`; `evaluator` screens and decides points (see splitplan.search.evaluate)."""
     t0 = time.perf_counter()
-    ctx = _Ctx(problem=problem, evaluator=evaluator, runner=runner or Runner(),
-               store=store if store is not None else PointStore(), progress=progress)
+    ctx = _Ctx(
+        problem=problem,
+        evaluator=evaluator,
+        runner=runner or Runner(),
+        store=store if store is not None else PointStore(),
+        progress=progress,
+    )
     results: dict[str, DesignResult] = {}
     points: list[dict[str, object]] = []
     try:
@@ -126,12 +147,18 @@ def run_search(problem: SearchProblem, evaluator: Evaluator, *, runner: Runner |
     except KeyboardInterrupt:
         raise SearchInterrupted(ctx.ledger, ctx.des_evaluations) from None
     ordered = tuple(results[s.name] for s in problem.spaces)
-    return SearchOutcome(objective=problem.objective, results=ordered, points=points,
-                         des_evaluations=ctx.des_evaluations, wall_s=time.perf_counter() - t0,
-                         engine=problem.engine)
+    return SearchOutcome(
+        objective=problem.objective,
+        results=ordered,
+        points=points,
+        des_evaluations=ctx.des_evaluations,
+        wall_s=time.perf_counter() - t0,
+        engine=problem.engine,
+    )
 
 
 # ---------------------------------------------------------------- cost / power over the count grid
+
 
 @dataclass(slots=True)
 class _GridState:
@@ -149,8 +176,9 @@ def _screen(ctx: _Ctx, design: Design, grid: Grid) -> Screen | None:
     return ctx.evaluator.screen(design, p, t, 1.0)
 
 
-def _cost_grid(ctx: _Ctx, spaces: list[DesignSpace], results: dict[str, DesignResult],
-               points: list[dict[str, object]]) -> None:
+def _cost_grid(
+    ctx: _Ctx, spaces: list[DesignSpace], results: dict[str, DesignResult], points: list[dict[str, object]]
+) -> None:
     pb = ctx.problem
     states = []
     for space in spaces:
@@ -164,8 +192,16 @@ def _cost_grid(ctx: _Ctx, spaces: list[DesignSpace], results: dict[str, DesignRe
         if pb.engine == "hybrid":
             for st in states:
                 if st.space.baseline:
-                    tasks.append((walk_line, ctx.cached(st.space.name), st.design, st.space.prompt_range,
-                                  baseline_guess(st.grid, st.screen), 1.0))
+                    tasks.append(
+                        (
+                            walk_line,
+                            ctx.cached(st.space.name),
+                            st.design,
+                            st.space.prompt_range,
+                            baseline_guess(st.grid, st.screen),
+                            1.0,
+                        )
+                    )
                     owners.append(st)
                     continue
                 guesses = guesses_for(st.grid, st.screen)
@@ -173,12 +209,26 @@ def _cost_grid(ctx: _Ctx, spaces: list[DesignSpace], results: dict[str, DesignRe
                 # a fixed number of column blocks (not tied to --jobs) keeps the evaluated points,
                 # and so the output, identical whatever the worker count
                 for block in chunks(list(zip(ps, guesses, strict=True)), WALK_BLOCKS):
-                    tasks.append((walk_columns, ctx.cached(st.space.name), st.design,
-                                  [b[0] for b in block], st.space.token_range, [b[1] for b in block], 1.0))
+                    tasks.append(
+                        (
+                            walk_columns,
+                            ctx.cached(st.space.name),
+                            st.design,
+                            [b[0] for b in block],
+                            st.space.token_range,
+                            [b[1] for b in block],
+                            1.0,
+                        )
+                    )
                     owners.append(st)
         else:
-            _add_point_tasks(ctx, states, {id(s): list(zip(*map(list, s.grid.flat), strict=True))
-                                           for s in states}, tasks, owners)
+            _add_point_tasks(
+                ctx,
+                states,
+                {id(s): list(zip(*map(list, s.grid.flat), strict=True)) for s in states},
+                tasks,
+                owners,
+            )
         outs = ctx.map(_call, tasks, lambda res: res[1])
         for st, (seen, _fresh) in zip(owners, outs, strict=True):
             st.decided.update(seen)
@@ -211,8 +261,16 @@ def _verify(ctx: _Ctx, states: list[_GridState]) -> None:
             bi = best_index(meets & (how != 2), ok_budget, obj, machines, p)
             best_obj = obj[bi] if bi is not None else math.inf
             margin = st.screen.margin if st.screen is not None else np.full(len(p), math.inf)
-            idx = verify_candidates(how, meets, ok_budget, obj, np.nan_to_num(margin, nan=math.inf),
-                                    best_obj, pb.band, near_miss_only(st.grid, st.decided))
+            idx = verify_candidates(
+                how,
+                meets,
+                ok_budget,
+                obj,
+                np.nan_to_num(margin, nan=math.inf),
+                best_obj,
+                pb.band,
+                near_miss_only(st.grid, st.decided),
+            )
             if len(idx):
                 todo[id(st)] = [(int(p[i]), int(t[i])) for i in idx]
         if not todo:
@@ -228,8 +286,13 @@ def _call(fn: Any, *args: Any) -> Any:
     return fn(*args)
 
 
-def _add_point_tasks(ctx: _Ctx, states: list[_GridState], todo: dict[int, list[tuple[int, int]]],
-                     tasks: list[tuple[Any, ...]], owners: list[_GridState]) -> None:
+def _add_point_tasks(
+    ctx: _Ctx,
+    states: list[_GridState],
+    todo: dict[int, list[tuple[int, int]]],
+    tasks: list[tuple[Any, ...]],
+    owners: list[_GridState],
+) -> None:
     """Chunks of points per design: a few per worker, so progress moves and loads balance."""
     total = sum(len(v) for v in todo.values())
     if not total:
@@ -262,13 +325,27 @@ def _finish_grid(ctx: _Ctx, st: _GridState) -> tuple[DesignResult, list[dict[str
     records = []
     for i in range(len(p)):
         d = st.decided.get((int(p[i]), int(t[i])))
-        sd = d.slowdown if d is not None else (
-            {k: float(v[i]) for k, v in st.screen.slowdown.items()} if st.screen is not None else None)
-        records.append(point_record(
-            space=st.space.name, design=st.design, prompt=int(p[i]), token=int(t[i]), rate_rps=pb.rate_rps,
-            within_budget=bool(ok_budget[i]), analytic_margin=float(margin[i]),
-            des_margin=d.margin if d is not None else math.nan, meets=bool(meets[i]),
-            decided_by=str(how_name[i]), binding=d.binding if d is not None else "", slowdown=sd))
+        sd = (
+            d.slowdown
+            if d is not None
+            else ({k: float(v[i]) for k, v in st.screen.slowdown.items()} if st.screen is not None else None)
+        )
+        records.append(
+            point_record(
+                space=st.space.name,
+                design=st.design,
+                prompt=int(p[i]),
+                token=int(t[i]),
+                rate_rps=pb.rate_rps,
+                within_budget=bool(ok_budget[i]),
+                analytic_margin=float(margin[i]),
+                des_margin=d.margin if d is not None else math.nan,
+                meets=bool(meets[i]),
+                decided_by=str(how_name[i]),
+                binding=d.binding if d is not None else "",
+                slowdown=sd,
+            )
+        )
     n_des = len(st.decided)
     bi = best_index(meets & (how != 2), ok_budget, obj, machines, p)
     if bi is None:
@@ -285,8 +362,10 @@ def _binding(screen: Screen, i: int) -> str:
 
 # ---------------------------------------------------------------- throughput under a budget
 
-def _throughput_grid(ctx: _Ctx, spaces: list[DesignSpace], results: dict[str, DesignResult],
-                     points: list[dict[str, object]]) -> None:
+
+def _throughput_grid(
+    ctx: _Ctx, spaces: list[DesignSpace], results: dict[str, DesignResult], points: list[dict[str, object]]
+) -> None:
     pb = ctx.problem
     plans = []
     for space in spaces:
@@ -296,8 +375,11 @@ def _throughput_grid(ctx: _Ctx, spaces: list[DesignSpace], results: dict[str, De
         _, cost, power = objective_values(design, p, t, "cost")
         ok = np.array([pb.within_budget(c, w) for c, w in zip(cost, power, strict=True)]).reshape(grid.shape)
         splits = maximal_splits(grid.p_values, grid.t_values, ok)
-        rates = (analytic_rates(ctx.evaluator, design, splits, pb.rate_tol) if pb.engine != "des"
-                 else np.ones(len(splits)))
+        rates = (
+            analytic_rates(ctx.evaluator, design, splits, pb.rate_tol)
+            if pb.engine != "des"
+            else np.ones(len(splits))
+        )
         plans.append((space, design, splits, rates))
 
     des_rate: dict[tuple[str, tuple[int, int]], tuple[float, Decision | None, dict[float, Decision]]] = {}
@@ -317,10 +399,15 @@ def _throughput_grid(ctx: _Ctx, spaces: list[DesignSpace], results: dict[str, De
             pending = []
             if pb.engine == "hybrid":
                 for k, (space, _design, splits, rates) in enumerate(plans):
-                    best = max((des_rate[(space.name, s)][0] for s in splits if (space.name, s) in des_rate),
-                               default=0.0)
-                    more = [i for i, s in enumerate(splits) if (space.name, s) not in des_rate
-                            and rates[i] * (1 + pb.band) >= best]
+                    best = max(
+                        (des_rate[(space.name, s)][0] for s in splits if (space.name, s) in des_rate),
+                        default=0.0,
+                    )
+                    more = [
+                        i
+                        for i, s in enumerate(splits)
+                        if (space.name, s) not in des_rate and rates[i] * (1 + pb.band) >= best
+                    ]
                     if more:
                         pending.append((k, more))
 
@@ -331,10 +418,19 @@ def _throughput_grid(ctx: _Ctx, spaces: list[DesignSpace], results: dict[str, De
             if (space.name, s) in des_rate:
                 f, _d, probes = des_rate[(space.name, s)]
                 for fp, dp in sorted(probes.items()):
-                    rec = point_record(space=space.name, design=design, prompt=s[0], token=s[1],
-                                       rate_rps=fp * pb.rate_rps, within_budget=True, des_margin=dp.margin,
-                                       meets=dp.meets, decided_by="des", binding=dp.binding,
-                                       slowdown=dp.slowdown)
+                    rec = point_record(
+                        space=space.name,
+                        design=design,
+                        prompt=s[0],
+                        token=s[1],
+                        rate_rps=fp * pb.rate_rps,
+                        within_budget=True,
+                        des_margin=dp.margin,
+                        meets=dp.meets,
+                        decided_by="des",
+                        binding=dp.binding,
+                        slowdown=dp.slowdown,
+                    )
                     recs.append(rec)
                     if f > 0 and fp == f:
                         key = (f, -float(rec["cost_usd_per_h"]), -float(rec["power_kw"]))  # type: ignore[arg-type]
@@ -342,9 +438,16 @@ def _throughput_grid(ctx: _Ctx, spaces: list[DesignSpace], results: dict[str, De
                             best_i, best_key = len(recs) - 1, key
             else:
                 f = float(rates[i])
-                rec = point_record(space=space.name, design=design, prompt=s[0], token=s[1],
-                                   rate_rps=f * pb.rate_rps, within_budget=True, meets=f > 0,
-                                   decided_by="analytic")
+                rec = point_record(
+                    space=space.name,
+                    design=design,
+                    prompt=s[0],
+                    token=s[1],
+                    rate_rps=f * pb.rate_rps,
+                    within_budget=True,
+                    meets=f > 0,
+                    decided_by="analytic",
+                )
                 recs.append(rec)
                 key = (f, -float(rec["cost_usd_per_h"]), -float(rec["power_kw"]))  # type: ignore[arg-type]
                 if pb.engine == "analytic" and f > 0 and key > best_key:
@@ -353,14 +456,18 @@ def _throughput_grid(ctx: _Ctx, spaces: list[DesignSpace], results: dict[str, De
         if best_i is None:
             results[space.name] = empty_result(space.name, design, des_evaluations=n_des, method="grid")
         else:
-            results[space.name] = result_from_record(recs[best_i], baseline=space.baseline,
-                                                     des_evaluations=n_des, method="grid")
+            results[space.name] = result_from_record(
+                recs[best_i], baseline=space.baseline, des_evaluations=n_des, method="grid"
+            )
         points.extend(recs)
 
 
-def _bisect_round(ctx: _Ctx, plans: list[Any], pending: list[tuple[int, list[int]]],
-                  des_rate: dict[tuple[str, tuple[int, int]],
-                                 tuple[float, Decision | None, dict[float, Decision]]]) -> None:
+def _bisect_round(
+    ctx: _Ctx,
+    plans: list[Any],
+    pending: list[tuple[int, list[int]]],
+    des_rate: dict[tuple[str, tuple[int, int]], tuple[float, Decision | None, dict[float, Decision]]],
+) -> None:
     pb = ctx.problem
     tasks: list[tuple[Any, ...]] = []
     owners: list[tuple[str, list[tuple[int, int]]]] = []

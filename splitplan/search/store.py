@@ -24,8 +24,18 @@ def scenario_fingerprint(scenario: Scenario) -> str:
     wl = scenario.workload
     for arr in (wl.arrival_s, wl.prompt_tokens, wl.output_tokens):
         h.update(arr.tobytes())
-    h.update(repr((scenario.model.name, str(scenario.perf), sorted(scenario.slo.slowdown.items()),
-                   sorted(scenario.slo.latency_s.items()), repr(scenario.sim), scenario.seed)).encode())
+    h.update(
+        repr(
+            (
+                scenario.model.name,
+                str(scenario.perf),
+                sorted(scenario.slo.slowdown.items()),
+                sorted(scenario.slo.latency_s.items()),
+                repr(scenario.sim),
+                scenario.seed,
+            )
+        ).encode()
+    )
     return h.hexdigest()[:16]
 
 
@@ -51,7 +61,7 @@ def open_storage(storage: str) -> Any:
             from optuna.storages import JournalStorage
             from optuna.storages.journal import JournalFileBackend
 
-            return JournalStorage(JournalFileBackend(url[len("journal:"):]))
+            return JournalStorage(JournalFileBackend(url[len("journal:") :]))
         return _rdb_with_retry(url)
     except Exception as exc:  # optuna raises many kinds for bad URLs; all are input problems here
         raise InputError(f"cannot open storage {storage!r}: {str(exc).splitlines()[0]}") from None
@@ -73,8 +83,16 @@ def _rdb_with_retry(url: str, attempts: int = 5) -> Any:
     raise AssertionError("unreachable")
 
 
-def point_key(space: str, prompt_gpu: str, token_gpu: str, prompt_cap: float, token_cap: float,
-              prompt: int, token: int, factor: float) -> str:
+def point_key(
+    space: str,
+    prompt_gpu: str,
+    token_gpu: str,
+    prompt_cap: float,
+    token_cap: float,
+    prompt: int,
+    token: int,
+    factor: float,
+) -> str:
     return f"{space}|{prompt_gpu}|{token_gpu}|{prompt_cap:.6g}|{token_cap:.6g}|{prompt}|{token}|{factor:.9g}"
 
 
@@ -90,9 +108,9 @@ class PointStore:
             import optuna
 
             self._storage = open_storage(storage)
-            self._study = optuna.create_study(storage=self._storage,
-                                              study_name=f"splitplan-{fingerprint}-points",
-                                              load_if_exists=True)
+            self._study = optuna.create_study(
+                storage=self._storage, study_name=f"splitplan-{fingerprint}-points", load_if_exists=True
+            )
             for key, val in self._study.user_attrs.items():
                 self._mem[key] = _decode(val)
 
@@ -138,13 +156,21 @@ def _encode(d: Decision) -> dict[str, Any]:
     def f(x: float) -> float | str:
         return x if math.isfinite(x) else repr(x)
 
-    return {"meets": d.meets, "margin": f(d.margin), "binding": d.binding,
-            "slowdown": {k: f(v) for k, v in d.slowdown.items()}}
+    return {
+        "meets": d.meets,
+        "margin": f(d.margin),
+        "binding": d.binding,
+        "slowdown": {k: f(v) for k, v in d.slowdown.items()},
+    }
 
 
 def _decode(v: dict[str, Any]) -> Decision:
     def f(x: float | str) -> float:
         return float(x)
 
-    return Decision(meets=bool(v["meets"]), margin=f(v["margin"]), binding=str(v["binding"]),
-                    slowdown={k: f(x) for k, x in v["slowdown"].items()})
+    return Decision(
+        meets=bool(v["meets"]),
+        margin=f(v["margin"]),
+        binding=str(v["binding"]),
+        slowdown={k: f(x) for k, x in v["slowdown"].items()},
+    )

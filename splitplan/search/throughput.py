@@ -20,8 +20,9 @@ from splitplan.search.grid import CachedEvaluator, threshold
 F_MIN, F_MAX = 1.0 / 64.0, 64.0  # rate factors outside this range are reported as the bound
 
 
-def maximal_splits(p_values: np.ndarray, t_values: np.ndarray,
-                   affordable: np.ndarray) -> list[tuple[int, int]]:
+def maximal_splits(
+    p_values: np.ndarray, t_values: np.ndarray, affordable: np.ndarray
+) -> list[tuple[int, int]]:
     """Affordable points not dominated by another affordable point (affordable: (n_p, n_t) bool)."""
     out: list[tuple[int, int]] = []
     n_p = affordable.shape[0]
@@ -39,8 +40,9 @@ def maximal_splits(p_values: np.ndarray, t_values: np.ndarray,
     return out
 
 
-def analytic_rates(evaluator: Evaluator, design: Design, splits: list[tuple[int, int]], tol: float
-                   ) -> np.ndarray:
+def analytic_rates(
+    evaluator: Evaluator, design: Design, splits: list[tuple[int, int]], tol: float
+) -> np.ndarray:
     """Highest passing rate factor per split by the analytic screen (0 if none ≥ F_MIN)."""
     if not splits:
         return np.zeros(0)
@@ -79,8 +81,9 @@ def rate_lattice(tol: float) -> tuple[float, int, int]:
     return r, math.ceil(math.log(F_MIN) / math.log(r)), math.floor(math.log(F_MAX) / math.log(r))
 
 
-def bisect_rate(evaluator: CachedEvaluator, design: Design, p: int, t: int, guess: float, tol: float
-                ) -> tuple[float, Decision | None, dict[float, Decision], int]:
+def bisect_rate(
+    evaluator: CachedEvaluator, design: Design, p: int, t: int, guess: float, tol: float
+) -> tuple[float, Decision | None, dict[float, Decision], int]:
     """Highest DES-passing rate factor on the (1 + tol)^k lattice for one split, from `guess`.
 
     Returns (factor, verdict at that factor, every probe, new DES evaluations). Factor 0 means
@@ -90,7 +93,7 @@ def bisect_rate(evaluator: CachedEvaluator, design: Design, p: int, t: int, gues
     r, k_min, k_max = rate_lattice(tol)
 
     def factor(k: int) -> float:
-        return _round(r ** k)
+        return _round(r**k)
 
     def fails(k: int) -> bool:
         f = factor(k)
@@ -110,9 +113,13 @@ def bisect_rate(evaluator: CachedEvaluator, design: Design, p: int, t: int, gues
     return f, probes[f], probes, evaluator.new
 
 
-def bisect_many(evaluator: CachedEvaluator, design: Design, splits: list[tuple[int, int]],
-                guesses: list[float], tol: float
-                ) -> tuple[list[tuple[float, Decision | None, dict[float, Decision]]], dict[str, Decision]]:
+def bisect_many(
+    evaluator: CachedEvaluator,
+    design: Design,
+    splits: list[tuple[int, int]],
+    guesses: list[float],
+    tol: float,
+) -> tuple[list[tuple[float, Decision | None, dict[float, Decision]]], dict[str, Decision]]:
     """A chunk of splits for one worker: per split (factor, verdict, probes), and the new verdicts."""
     out = []
     for (p, t), g in zip(splits, guesses, strict=True):

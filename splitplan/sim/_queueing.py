@@ -55,7 +55,7 @@ def mgc_wait(
     offered = lam * es
     rho = np.divide(offered, c, out=np.full(np.broadcast(offered, c).shape, np.inf), where=c > 0)
     pw = erlang_c(np.asarray(servers, dtype=np.int64), offered)
-    slack = c / np.maximum(es, 1e-300) - lam          # cμ − λ
+    slack = c / np.maximum(es, 1e-300) - lam  # cμ − λ
     with np.errstate(divide="ignore", invalid="ignore"):
         cond = np.where(rho < 1.0, (1.0 + np.asarray(service_scv)) / 2.0 / slack, np.inf)
     return pw, cond, rho

@@ -60,11 +60,11 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 
-DEFAULT_SAMPLE_SIZE = 501          # (n − 1) divisible by 100: P50/P90/P99 fall on samples
-CHUNK_ELEMENTS = 1 << 17        # points × requests per chunk: bounds memory at a few MB per array
-_SAMPLE_SALT = 0x5A11A          # separates the evaluator's sample stream from the DES's streams
-_BASELINE_GRID = 96             # decode-batch grid on which baseline mixed-iteration means are tabulated
-_PACK_PROMPTS = 20_000          # prompts (in arrival order) packed to estimate the batching gain
+DEFAULT_SAMPLE_SIZE = 501  # (n − 1) divisible by 100: P50/P90/P99 fall on samples
+CHUNK_ELEMENTS = 1 << 17  # points × requests per chunk: bounds memory at a few MB per array
+_SAMPLE_SALT = 0x5A11A  # separates the evaluator's sample stream from the DES's streams
+_BASELINE_GRID = 96  # decode-batch grid on which baseline mixed-iteration means are tabulated
+_PACK_PROMPTS = 20_000  # prompts (in arrival order) packed to estimate the batching gain
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,8 +151,11 @@ class AnalyticBatch:
         if self.design.is_baseline:
             cfg = ClusterConfig.baseline(self.design, int(self.prompt_machines[i]))
         else:
-            cfg = ClusterConfig(design=self.design, prompt_machines=int(self.prompt_machines[i]),
-                                token_machines=int(self.token_machines[i]))
+            cfg = ClusterConfig(
+                design=self.design,
+                prompt_machines=int(self.prompt_machines[i]),
+                token_machines=int(self.token_machines[i]),
+            )
         slowdown = {k: float(self.slowdown[k][i]) for k in SLO_KEYS}
         latency = {k: float(self.latency_s[k][i]) for k in SLO_KEYS}
         stable = bool(self.stable[i])
@@ -174,8 +177,11 @@ class AnalyticBatch:
             throughput_rps=rate if stable else rate / max(peak, 1.0),
             utilization=util,
             sim_wall_s=self.wall_s / max(len(self), 1),
-            extra={"decode_batch": float(self.decode_batch[i]), "rate_rps": rate,
-                   **{k: float(v[i]) for k, v in self.extra.items()}},
+            extra={
+                "decode_batch": float(self.decode_batch[i]),
+                "rate_rps": rate,
+                **{k: float(v[i]) for k, v in self.extra.items()},
+            },
             notes=tuple(notes),
         )
 
@@ -186,19 +192,19 @@ class AnalyticBatch:
 
 @dataclass(frozen=True, slots=True)
 class _Sample:
-    p: FloatArray             # prompt tokens
-    o: FloatArray             # output tokens
-    t_s: FloatArray           # arrival offset within the trace (for the fluid backlog)
-    log1mu: FloatArray        # log(1 − u), u stratified uniform for the wait quantile
-    z: FloatArray             # stratified standard normal, independent of u
-    zcdf: FloatArray          # Φ(z)
-    v: FloatArray             # a third stratified uniform (the size of the prompts met in decode)
+    p: FloatArray  # prompt tokens
+    o: FloatArray  # output tokens
+    t_s: FloatArray  # arrival offset within the trace (for the fluid backlog)
+    log1mu: FloatArray  # log(1 − u), u stratified uniform for the wait quantile
+    z: FloatArray  # stratified standard normal, independent of u
+    zcdf: FloatArray  # Φ(z)
+    v: FloatArray  # a third stratified uniform (the size of the prompts met in decode)
     ref_ttft: FloatArray
     ref_tbt: FloatArray
     ref_e2e: FloatArray
     duration_s: float
     base_rate_rps: float
-    p_all: FloatArray         # every request of the workload: the load moments come from these
+    p_all: FloatArray  # every request of the workload: the load moments come from these
     o_all: FloatArray
 
 
@@ -250,9 +256,22 @@ def _draw_sample(scenario: Scenario, n: int | None) -> _Sample:
     r_ttft, r_tbt, r_e2e = reference_latencies(ref, p, o)
     duration = max(float(wl.arrival_s[-1] - wl.arrival_s[0]), 1e-9)
     rate = (wl.n - 1) / duration if wl.n > 1 else 1.0
-    return _Sample(p, o, t, np.log1p(-u), z, zcdf, v, np.asarray(r_ttft), np.asarray(r_tbt),
-                   np.asarray(r_e2e), duration, rate,
-                   wl.prompt_tokens.astype(np.float64), wl.output_tokens.astype(np.float64))
+    return _Sample(
+        p,
+        o,
+        t,
+        np.log1p(-u),
+        z,
+        zcdf,
+        v,
+        np.asarray(r_ttft),
+        np.asarray(r_tbt),
+        np.asarray(r_e2e),
+        duration,
+        rate,
+        wl.prompt_tokens.astype(np.float64),
+        wl.output_tokens.astype(np.float64),
+    )
 
 
 def _link_bytes_per_s(scenario: Scenario, design: Design) -> float:
@@ -302,8 +321,10 @@ def evaluate_grid(
     if pm.ndim != 1:
         raise InputError("prompt_machines and token_machines must be 1-D arrays of pool sizes")
     for name, arr in (("prompt_machines", pm), ("token_machines", tm)):
-        if arr.size and (not np.all(np.isfinite(arr.astype(np.float64)))
-                         or np.any(arr.astype(np.float64) != np.round(arr.astype(np.float64)))):
+        if arr.size and (
+            not np.all(np.isfinite(arr.astype(np.float64)))
+            or np.any(arr.astype(np.float64) != np.round(arr.astype(np.float64)))
+        ):
             raise InputError(f"{name} must be integers")
     pm = pm.astype(np.int64)
     tm = tm.astype(np.int64)
@@ -342,8 +363,11 @@ def evaluate_grid(
         e = min(npts, s + chunk)
         ttft, tbt, e2e, st, rho_p, rho_t, nbat = run(pm[s:e], tm[s:e], lam[s:e])
         stable[s:e], up[s:e], ut[s:e], nb[s:e] = st, rho_p, rho_t, nbat
-        for name, lat, ref in (("ttft", ttft, sample.ref_ttft), ("tbt", tbt, sample.ref_tbt),
-                               ("e2e", e2e, sample.ref_e2e)):
+        for name, lat, ref in (
+            ("ttft", ttft, sample.ref_ttft),
+            ("tbt", tbt, sample.ref_tbt),
+            ("e2e", e2e, sample.ref_e2e),
+        ):
             q_lat = row_percentiles(lat, PERCENTILES)
             q_sd = row_percentiles(lat / ref, PERCENTILES)
             for j, pct in enumerate(PERCENTILES):
@@ -362,11 +386,23 @@ def evaluate_grid(
     cost = pm * d.prompt.cost_usd_per_h + tm * d.token.cost_usd_per_h
     power = pm * d.prompt.power_kw + tm * d.token.power_kw
     return AnalyticBatch(
-        design=design, scenario=scenario, prompt_machines=pm, token_machines=tm, rate_rps=lam,
-        slowdown=out_sd, latency_s=out_lat, meets_slo=meets, stable=stable,
-        utilization_prompt=up, utilization_token=ut, margin=margin,
-        cost_usd_per_h=cost.astype(np.float64), power_kw=power.astype(np.float64),
-        decode_batch=nb, sample_size=n, wall_s=time.perf_counter() - t0,
+        design=design,
+        scenario=scenario,
+        prompt_machines=pm,
+        token_machines=tm,
+        rate_rps=lam,
+        slowdown=out_sd,
+        latency_s=out_lat,
+        meets_slo=meets,
+        stable=stable,
+        utilization_prompt=up,
+        utilization_token=ut,
+        margin=margin,
+        cost_usd_per_h=cost.astype(np.float64),
+        power_kw=power.astype(np.float64),
+        decode_batch=nb,
+        sample_size=n,
+        wall_s=time.perf_counter() - t0,
     )
 
 
@@ -374,8 +410,13 @@ def simulate_analytic(
     config: ClusterConfig, scenario: Scenario, *, sample_size: int | None = None
 ) -> SimResult:
     """One configuration through the analytic evaluator, as a SimResult."""
-    batch = evaluate_grid(config.design, np.array([config.prompt_machines]),
-                          np.array([config.token_machines]), scenario, sample_size=sample_size)
+    batch = evaluate_grid(
+        config.design,
+        np.array([config.prompt_machines]),
+        np.array([config.token_machines]),
+        scenario,
+        sample_size=sample_size,
+    )
     return batch.result(0)
 
 
@@ -386,8 +427,9 @@ def simulate_analytic(
 class _SplitContext:
     """Per-design constants of a Splitwise evaluation (computed once, shared by every chunk)."""
 
-    def __init__(self, scenario: Scenario, design: Design, sample: _Sample, cap_token: float,
-                 cal: Calibration) -> None:
+    def __init__(
+        self, scenario: Scenario, design: Design, sample: _Sample, cap_token: float, cal: Calibration
+    ) -> None:
         self.s = sample
         self.cal = cal
         self.prompt_perf = scenario.perf_model(design.prompt)
@@ -404,11 +446,11 @@ class _SplitContext:
         # a prompt machine that finds prompts queued runs them together (FCFS up to the batch-token
         # cap), and one iteration of many tokens costs less than their solo iterations (fixed
         # per-iteration cost): the pool's capacity grows with the share of starts that batch
-        self.batch_ratio = _prompt_batch_ratio(self.prompt_perf, sample.p_all,
-                                               float(scenario.sim.max_batch_tokens))
+        self.batch_ratio = _prompt_batch_ratio(
+            self.prompt_perf, sample.p_all, float(scenario.sim.max_batch_tokens)
+        )
         self.xfer = kv_transfer_s(scenario, design, p)
-        self.dec, self.mean_dec, self.ctx_per_req, self.nmax = _decode_constants(
-            scenario, sample, cap_token)
+        self.dec, self.mean_dec, self.ctx_per_req, self.nmax = _decode_constants(scenario, sample, cap_token)
         # decode iteration time tabulated over batches N (pure token machines run no prompts)
         self.grid = np.linspace(0.0, 1.0, _BASELINE_GRID) ** 2 * self.nmax
         self.no_mix = np.zeros_like(self.grid)
@@ -426,7 +468,7 @@ class _SplitContext:
         self.full_utilization = float(np.clip(1.0 - cal.prompt_full_slack / queue_prompts, 0.5, 0.98))
         self.wait_cap = np.maximum(scenario.sim.prompt_full_tokens - p, 0.0) * per_token_s
         self.tau_grid = _tau(self.token_perf, self.grid, self.ctx_per_req)
-        self.decode_capacity = self.nmax / float(self.tau_grid[-1])   # decode tokens/s per machine
+        self.decode_capacity = self.nmax / float(self.tau_grid[-1])  # decode tokens/s per machine
         # prompt work of the sampled requests larger than each one (share of the total): the pool
         # turns away the largest prompts first (a machine is full once pending + p exceeds the cap)
         order = np.argsort(-p, kind="stable")
@@ -457,8 +499,10 @@ class _SplitContext:
         overflow = np.divide(excess, offered, out=np.zeros_like(offered), where=offered > 0)
         # saturated pool: the DES's queues keep lengthening as the pool shrinks (M/G/c at the
         # capped load would not); each queue still holds at most about its pending-token cap
-        wait = np.minimum(wait * (1.0 + cal.saturated_wait_growth * overflow)[:, None],
-                          cal.saturated_wait_cap * self.wait_cap[None, :])
+        wait = np.minimum(
+            wait * (1.0 + cal.saturated_wait_growth * overflow)[:, None],
+            cal.saturated_wait_cap * self.wait_cap[None, :],
+        )
         share = np.divide(offered - served, offered, out=np.zeros_like(offered), where=offered > 0)
         over_i = over_cap | (self.larger_work[None, :] < share[:, None])
         # borrowed machines: each absorbs `mixed_prompt_capacity` erlangs of prompt work
@@ -470,18 +514,18 @@ class _SplitContext:
         t_eff = T - borrowed
         # --- token pool: the remaining machines carry every decode; batch N from Little's law
         demand = lam * self.mean_dec / np.maximum(t_eff, 1e-9)
-        nbat, tau, _, _, _ = _solve_mixed(np.zeros(len(P)), demand, self.grid, self.no_mix,
-                                          self.tau_grid, self.nmax)
+        nbat, tau, _, _, _ = _solve_mixed(
+            np.zeros(len(P)), demand, self.grid, self.no_mix, self.tau_grid, self.nmax
+        )
         # token-pool utilization: decode load in machine-equivalents plus the borrowed machines,
         # over the pool (finite even when every token machine is borrowed; ≥ 1 ⇔ unstable)
         rho_t = (lam * self.mean_dec / self.decode_capacity + borrowed) / T
         ok = rho_t < 1.0
-        rho_p = offered / P                  # above full_utilization the excess overflows
+        rho_p = offered / P  # above full_utilization the excess overflows
         ttft_pool = wait + self.service[None, :]
         # an overflowed prompt found every prompt queue at its cap and joins a mixed machine's
         frac = np.minimum(1.0, cal.overflow_wait_fraction + cal.overflow_wait_growth * overflow)
-        ttft_mixed = (frac[:, None] * self.wait_cap[None, :] + (0.5 * tau)[:, None]
-                      + self.mix_solo[None, :])
+        ttft_mixed = frac[:, None] * self.wait_cap[None, :] + (0.5 * tau)[:, None] + self.mix_solo[None, :]
         ttft = np.where(over_i, ttft_mixed, ttft_pool)
         join = cal.join_fraction * tau * np.minimum(nbat, 1.0)
         backlog = np.maximum(rho_t - 1.0, 0.0)[:, None] * s.t_s[None, :]
@@ -562,8 +606,14 @@ def _tau(perf, grid: FloatArray, ctx_per_req: float) -> FloatArray:
     return np.asarray(perf.token_time_s(b, b * ctx_per_req))
 
 
-def _solve_mixed(lam_x: FloatArray, demand: FloatArray, grid: FloatArray, mix_tab: FloatArray,
-                 tau_tab: FloatArray, nmax: float):
+def _solve_mixed(
+    lam_x: FloatArray,
+    demand: FloatArray,
+    grid: FloatArray,
+    mix_tab: FloatArray,
+    tau_tab: FloatArray,
+    nmax: float,
+):
     """Decode batch N on a machine that also runs lam_x prompt iterations per second.
 
     Iterations per second R(N) = lam_x + (1 − lam_x·mix(N)) / τ(N); every resident decode gains
@@ -602,8 +652,9 @@ def _poisson_quantile(mean: FloatArray, z: FloatArray, zcdf: FloatArray, upper: 
 
 
 class _BaselineContext:
-    def __init__(self, scenario: Scenario, design: Design, sample: _Sample, cap: float,
-                 cal: Calibration) -> None:
+    def __init__(
+        self, scenario: Scenario, design: Design, sample: _Sample, cap: float, cal: Calibration
+    ) -> None:
         self.s = sample
         self.cal = cal
         self.perf = scenario.perf_model(design.prompt)
@@ -625,9 +676,10 @@ class _BaselineContext:
         s = self.s
         N = pm.astype(np.float64)
         lam_m = lam / N
-        demand = lam_m * self.mean_dec                      # decode tokens per second per machine
-        nbat, tau, mix_mean, rho_p, rho_t = _solve_mixed(lam_m, demand, self.grid, self.mix_mean,
-                                                         self.tau_grid, self.nmax)
+        demand = lam_m * self.mean_dec  # decode tokens per second per machine
+        nbat, tau, mix_mean, rho_p, rho_t = _solve_mixed(
+            lam_m, demand, self.grid, self.mix_mean, self.tau_grid, self.nmax
+        )
         # when prompts alone saturate the machine no decode capacity is left: report the machine's
         # total load (prompt share + decodes at the largest batch), finite and ≥ 1
         rho_t = np.where(np.isfinite(rho_t), rho_t, rho_p + demand / self.decode_capacity)
@@ -641,8 +693,9 @@ class _BaselineContext:
         fluid = (np.maximum(np.maximum(rho_p, rho_t) - 1.0, 0.0))[:, None] * s.t_s[None, :]
         wait = np.where(ok_p[:, None], wait, 0.0) + np.where(ok[:, None], 0.0, fluid)
         # a prompt waits for the running decode iteration, then runs co-batched with the decodes
-        service = np.asarray(self.perf.mixed_time_s(s.p[None, :] + nbat[:, None],
-                                                    (nbat * self.ctx_per_req)[:, None]))
+        service = np.asarray(
+            self.perf.mixed_time_s(s.p[None, :] + nbat[:, None], (nbat * self.ctx_per_req)[:, None])
+        )
         ttft = wait + 0.5 * tau[:, None] * (nbat > 0)[:, None] + service
         # decode phase: o − 1 iterations, K of them mixed (prompt arrivals during the phase)
         rate = lam_m + np.maximum(1.0 - rho_p, 1e-9) / tau
@@ -664,5 +717,11 @@ class _BaselineContext:
         return ttft, tbt, e2e, ok, rho_p, rho_t, nbat
 
 
-__all__ = ["DEFAULT_SAMPLE_SIZE", "AnalyticBatch", "Calibration", "evaluate_grid", "kv_transfer_s",
-           "simulate_analytic"]
+__all__ = [
+    "DEFAULT_SAMPLE_SIZE",
+    "AnalyticBatch",
+    "Calibration",
+    "evaluate_grid",
+    "kv_transfer_s",
+    "simulate_analytic",
+]

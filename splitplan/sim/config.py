@@ -24,9 +24,9 @@ PromptCurves = Literal["by-count", "pooled"]
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimConfig:
     # machine-level scheduler
-    max_batch_size: int = 512            # decodes (and prompts) per iteration (sim)
-    max_batch_tokens: int = 2048         # prompt tokens per iteration; a decode counts 1
-    max_preemptions: int = 4             # a request preempted this often is no longer preempted
+    max_batch_size: int = 512  # decodes (and prompts) per iteration (sim)
+    max_batch_tokens: int = 2048  # prompt tokens per iteration; a decode counts 1
+    max_preemptions: int = 4  # a request preempted this often is no longer preempted
     # Does a prompt too large to share a batch with the running decodes cut their run at the next
     # iteration boundary (prompt priority)? "always", "never", or "baseline" (only on the machines of
     # baseline designs — what the reference simulator's results show; see docs/background.md).
@@ -35,27 +35,31 @@ class SimConfig:
     # an overloaded machine cannot fill its memory with prompts whose decodes then never start.
     prompt_reserves_decode_kv: bool = True
     # cluster-level scheduler
-    prompt_full_tokens: int = 8192       # a prompt machine with a queue is full beyond this (sim)
+    prompt_full_tokens: int = 8192  # a prompt machine with a queue is full beyond this (sim)
     # KV cache
     kv_bytes: KvBytesConvention = "gqa"  # "no_gqa": 2·layers·hidden·dtype (the reference's)
     weight_bytes: dict[str, float] = field(default_factory=dict)  # per-model override of weights
     kv_transfer: KvTransfer = "layerwise"
     layerwise_min_prompt_tokens: int = 512  # shorter prompts are sent serialized
     layerwise_overhead_s: float | None = None  # non-hidden time; None → 8 ms at ≤200 GB/s, else 5 ms
-    link_bytes_per_s: float | None = None      # None → the slower pool's interconnect
-    memory_retry_s: float = 1.0          # a transfer waiting for token-machine memory retries
+    link_bytes_per_s: float | None = None  # None → the slower pool's interconnect
+    memory_retry_s: float = 1.0  # a transfer waiting for token-machine memory retries
     # stability guard: a configuration whose backlog grows without bound is stopped and marked
     # unstable rather than simulated forever
-    max_backlog_s: float = 300.0         # oldest waiting request older than this → unstable
+    max_backlog_s: float = 300.0  # oldest waiting request older than this → unstable
     # profile performance model: a lone prompt and a batch of prompts on separate curves
     # ("by-count"), or every row on one curve as the reference simulator does ("pooled")
     profile_prompt_curves: PromptCurves = "by-count"
     # workload-level
-    warmup_s: float = 0.0                # requests arriving earlier are excluded from percentiles
+    warmup_s: float = 0.0  # requests arriving earlier are excluded from percentiles
 
     def __post_init__(self) -> None:
-        for name in ("max_batch_size", "max_batch_tokens", "prompt_full_tokens",
-                     "layerwise_min_prompt_tokens"):
+        for name in (
+            "max_batch_size",
+            "max_batch_tokens",
+            "prompt_full_tokens",
+            "layerwise_min_prompt_tokens",
+        ):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise InputError(f"config: {name} must be an integer ≥ 1, got {v!r}")
@@ -64,11 +68,15 @@ class SimConfig:
         if self.kv_transfer not in ("serialized", "layerwise"):
             raise InputError(f"config: kv_transfer must be serialized or layerwise, got {self.kv_transfer!r}")
         if self.prompt_interrupts_decodes not in ("always", "never", "baseline"):
-            raise InputError("config: prompt_interrupts_decodes must be always, never or baseline, "
-                             f"got {self.prompt_interrupts_decodes!r}")
+            raise InputError(
+                "config: prompt_interrupts_decodes must be always, never or baseline, "
+                f"got {self.prompt_interrupts_decodes!r}"
+            )
         if self.profile_prompt_curves not in ("by-count", "pooled"):
-            raise InputError("config: profile_prompt_curves must be by-count or pooled, "
-                             f"got {self.profile_prompt_curves!r}")
+            raise InputError(
+                "config: profile_prompt_curves must be by-count or pooled, "
+                f"got {self.profile_prompt_curves!r}"
+            )
         if self.kv_bytes not in ("gqa", "no_gqa"):
             raise InputError(f"config: kv_bytes must be gqa or no_gqa, got {self.kv_bytes!r}")
         for name in ("layerwise_overhead_s", "link_bytes_per_s"):

@@ -22,7 +22,7 @@ REFERENCE_MACHINE = "dgx-a100"  # slowdowns are relative to the request alone on
 class Scenario:
     workload: Workload
     model: ModelSpec
-    perf: str = "analytic"            # "analytic" or the path of a profile CSV
+    perf: str = "analytic"  # "analytic" or the path of a profile CSV
     slo: SloSpec = field(default_factory=SloSpec)
     sim: SimConfig = field(default_factory=SimConfig)
     seed: int = 0

@@ -40,13 +40,15 @@ def _check_limits(rate_rps: float, duration_s: float | None, requests: int | Non
     if duration_s is None and requests is None:
         raise InputError("give a duration (duration_s) or a request count (requests)")
     if requests is None and rate_rps * duration_s > MAX_REQUESTS:  # type: ignore[operator]
-        raise InputError(
-            f"rate {rate_rps} req/s over {duration_s} s is more than {MAX_REQUESTS:,} requests"
-        )
+        raise InputError(f"rate {rate_rps} req/s over {duration_s} s is more than {MAX_REQUESTS:,} requests")
 
 
-def _renewal(gaps_of, rate_rps: float, duration_s: float | None, requests: int | None,
-             ) -> npt.NDArray[np.float64]:
+def _renewal(
+    gaps_of,
+    rate_rps: float,
+    duration_s: float | None,
+    requests: int | None,
+) -> npt.NDArray[np.float64]:
     """Cumulated gaps, drawn in blocks until `requests` are reached or `duration_s` is passed."""
     if requests is not None and duration_s is None:
         return np.cumsum(gaps_of(requests))
@@ -71,16 +73,23 @@ def _renewal(gaps_of, rate_rps: float, duration_s: float | None, requests: int |
     return out
 
 
-def poisson_arrivals(rate_rps: float, rng: np.random.Generator, *, duration_s: float | None = None,
-                     requests: int | None = None) -> npt.NDArray[np.float64]:
+def poisson_arrivals(
+    rate_rps: float, rng: np.random.Generator, *, duration_s: float | None = None, requests: int | None = None
+) -> npt.NDArray[np.float64]:
     """Poisson arrivals at `rate_rps` until `duration_s` (exclusive) and/or `requests` are reached."""
     _check_limits(rate_rps, duration_s, requests)
     scale = 1.0 / rate_rps
     return _renewal(lambda k: rng.exponential(scale, size=k), rate_rps, duration_s, requests)
 
 
-def gamma_arrivals(rate_rps: float, cv: float, rng: np.random.Generator, *,
-                   duration_s: float | None = None, requests: int | None = None) -> npt.NDArray[np.float64]:
+def gamma_arrivals(
+    rate_rps: float,
+    cv: float,
+    rng: np.random.Generator,
+    *,
+    duration_s: float | None = None,
+    requests: int | None = None,
+) -> npt.NDArray[np.float64]:
     """Bursty arrivals: gamma inter-arrival gaps with mean 1/rate and coefficient of variation `cv`.
 
     cv = 1 is Poisson; cv > 1 is burstier, cv < 1 more regular.
@@ -92,9 +101,13 @@ def gamma_arrivals(rate_rps: float, cv: float, rng: np.random.Generator, *,
     return _renewal(lambda k: rng.gamma(shape, scale, size=k), rate_rps, duration_s, requests)
 
 
-def replay_arrivals(timestamps_s: npt.ArrayLike, *, rate_rps: float | None = None,
-                    duration_s: float | None = None, requests: int | None = None,
-                    ) -> npt.NDArray[np.float64]:
+def replay_arrivals(
+    timestamps_s: npt.ArrayLike,
+    *,
+    rate_rps: float | None = None,
+    duration_s: float | None = None,
+    requests: int | None = None,
+) -> npt.NDArray[np.float64]:
     """A trace's own times, shifted to start at its first request and optionally rescaled.
 
     With `rate_rps`, gaps are stretched so that the mean arrival rate ((n-1)/span) becomes rate_rps;
@@ -105,8 +118,9 @@ def replay_arrivals(timestamps_s: npt.ArrayLike, *, rate_rps: float | None = Non
         raise InputError("replay needs a non-empty 1-D array of timestamps")
     _check_positive("rate_rps", rate_rps)
     _check_positive("duration_s", duration_s)
-    if requests is not None and (isinstance(requests, bool) or not isinstance(requests, (int, np.integer))
-                                 or requests < 1):
+    if requests is not None and (
+        isinstance(requests, bool) or not isinstance(requests, (int, np.integer)) or requests < 1
+    ):
         raise InputError(f"requests must be an integer ≥ 1, got {requests!r}")
     out = t - t[0] if rate_rps is not None else t.copy()
     if rate_rps is not None:

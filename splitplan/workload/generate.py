@@ -48,9 +48,16 @@ def _label(source: str) -> str:
     return source if source in PRESETS else Path(source).stem
 
 
-def make_workload(source: str, *, rate_rps: float | None = None, duration_s: float | None = None,
-                  requests: int | None = None, arrival: str = "poisson", cv: float = 1.0,
-                  seed: int = 0) -> Workload:
+def make_workload(
+    source: str,
+    *,
+    rate_rps: float | None = None,
+    duration_s: float | None = None,
+    requests: int | None = None,
+    arrival: str = "poisson",
+    cv: float = 1.0,
+    seed: int = 0,
+) -> Workload:
     """A workload from a preset ("coding", "conversation") or a trace path; see the module doc."""
     if not isinstance(source, (str, Path)) or not str(source):
         raise InputError("workload source must be a preset name or a trace file path")
@@ -60,8 +67,9 @@ def make_workload(source: str, *, rate_rps: float | None = None, duration_s: flo
     _check_positive("rate_rps", rate_rps)
     _check_positive("duration_s", duration_s)
     _check_positive("cv", cv, required=True)
-    if requests is not None and (isinstance(requests, bool) or not isinstance(requests, (int, np.integer))
-                                 or requests < 1):
+    if requests is not None and (
+        isinstance(requests, bool) or not isinstance(requests, (int, np.integer)) or requests < 1
+    ):
         raise InputError(f"requests must be an integer ≥ 1, got {requests!r}")
     if arrival != "gamma" and cv != 1.0:
         raise InputError("cv applies only to arrival 'gamma'")
@@ -70,11 +78,14 @@ def make_workload(source: str, *, rate_rps: float | None = None, duration_s: flo
     trace: Workload | None = None
     if not is_preset:
         if not Path(source).exists():
-            raise InputError(f"unknown workload {source!r}: not a preset ({', '.join(sorted(PRESETS))}) "
-                             "nor an existing trace file")
+            raise InputError(
+                f"unknown workload {source!r}: not a preset ({', '.join(sorted(PRESETS))}) "
+                "nor an existing trace file"
+            )
         trace = read_trace(source)
     limit = (f"{_fmt(duration_s)}s" if duration_s is not None else "") + (
-        f"{'/' if duration_s is not None else ''}{requests}req" if requests is not None else "")
+        f"{'/' if duration_s is not None else ''}{requests}req" if requests is not None else ""
+    )
     meta = {"source": source, "arrival": arrival, "seed": str(seed)}
 
     if trace is not None and (arrival == "replay" or (rate_rps is None and arrival == "poisson")):
@@ -82,11 +93,19 @@ def make_workload(source: str, *, rate_rps: float | None = None, duration_s: flo
         if len(t) == 0:
             raise InputError(f"no requests of {source} arrive within {duration_s} s")
         n = len(t)
-        name = _label(source) + (f"@{_fmt(rate_rps)}rps" if rate_rps is not None else "") + (
-            f"/{limit}" if limit else "")
+        name = (
+            _label(source)
+            + (f"@{_fmt(rate_rps)}rps" if rate_rps is not None else "")
+            + (f"/{limit}" if limit else "")
+        )
         meta["arrival"] = "replay"
-        return Workload(arrival_s=t, prompt_tokens=trace.prompt_tokens[:n].copy(),
-                        output_tokens=trace.output_tokens[:n].copy(), name=name, meta=meta)
+        return Workload(
+            arrival_s=t,
+            prompt_tokens=trace.prompt_tokens[:n].copy(),
+            output_tokens=trace.output_tokens[:n].copy(),
+            name=name,
+            meta=meta,
+        )
     if is_preset and arrival == "replay":
         raise InputError(f"preset {source!r} has no timestamps to replay; use arrival poisson or gamma")
     if rate_rps is None:
@@ -103,17 +122,22 @@ def make_workload(source: str, *, rate_rps: float | None = None, duration_s: flo
     else:
         t = poisson_arrivals(rate_rps, rng_t, duration_s=duration_s, requests=requests)
     if len(t) == 0:
-        raise InputError(f"no request arrives within {duration_s} s at {rate_rps} req/s; "
-                         "raise the rate or the duration")
+        raise InputError(
+            f"no request arrives within {duration_s} s at {rate_rps} req/s; raise the rate or the duration"
+        )
     prompt, output = sample_requests(trace if trace is not None else source, len(t), rng_s)
-    name = f"{_label(source)}@{_fmt(rate_rps)}rps/{limit}" + (f"+gamma(cv={_fmt(cv)})" if arrival == "gamma"
-                                                              else "")
+    name = f"{_label(source)}@{_fmt(rate_rps)}rps/{limit}" + (
+        f"+gamma(cv={_fmt(cv)})" if arrival == "gamma" else ""
+    )
     meta["rate_rps"] = _fmt(rate_rps)
     return Workload(arrival_s=t, prompt_tokens=prompt, output_tokens=output, name=name, meta=meta)
 
 
-def sample_requests(source: str | Path | Workload, n: int, rng: np.random.Generator,
-                    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+def sample_requests(
+    source: str | Path | Workload,
+    n: int,
+    rng: np.random.Generator,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """`n` (prompt, output) size pairs from a preset's joint distribution or a trace's rows.
 
     A trace (path or Workload) is sampled by rows with replacement, keeping each pair together.
@@ -126,15 +150,18 @@ def sample_requests(source: str | Path | Workload, n: int, rng: np.random.Genera
         return get_preset(str(source)).sample_sizes(int(n), rng)
     else:
         if not Path(source).exists():
-            raise InputError(f"unknown workload {source!r}: not a preset ({', '.join(sorted(PRESETS))}) "
-                             "nor an existing trace file")
+            raise InputError(
+                f"unknown workload {source!r}: not a preset ({', '.join(sorted(PRESETS))}) "
+                "nor an existing trace file"
+            )
         trace = read_trace(source)
     idx = rng.integers(0, trace.n, size=int(n))
     return trace.prompt_tokens[idx], trace.output_tokens[idx]
 
 
-def splitwise_sim_trace(rate_rps: float, duration_s: float, sizes_csv: str | Path, *,
-                        draws: int = 1_000_000, seed: int = 0) -> Workload:
+def splitwise_sim_trace(
+    rate_rps: float, duration_s: float, sizes_csv: str | Path, *, draws: int = 1_000_000, seed: int = 0
+) -> Workload:
     """The reference simulator's evaluation-trace recipe, reproduced draw for draw.
 
     numpy's legacy generator seeded with 0: `draws` exponential gaps of mean 1/rate, cumulated; then
@@ -154,7 +181,10 @@ def splitwise_sim_trace(rate_rps: float, duration_s: float, sizes_csv: str | Pat
     n = int(np.count_nonzero(keep))
     if n == 0:
         raise InputError(f"no request arrives within {duration_s} s at {rate_rps} req/s")
-    return Workload(arrival_s=t[:n], prompt_tokens=sizes.prompt_tokens[pi[:n]],
-                    output_tokens=sizes.output_tokens[oi[:n]],
-                    name=f"splitwise-sim-{Path(sizes_csv).stem}@{_fmt(rate_rps)}rps/{_fmt(duration_s)}s",
-                    meta={"source": str(sizes_csv), "arrival": "splitwise-sim", "seed": str(seed)})
+    return Workload(
+        arrival_s=t[:n],
+        prompt_tokens=sizes.prompt_tokens[pi[:n]],
+        output_tokens=sizes.output_tokens[oi[:n]],
+        name=f"splitwise-sim-{Path(sizes_csv).stem}@{_fmt(rate_rps)}rps/{_fmt(duration_s)}s",
+        meta={"source": str(sizes_csv), "arrival": "splitwise-sim", "seed": str(seed)},
+    )

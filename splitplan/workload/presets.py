@@ -28,8 +28,8 @@ from splitplan.errors import InputError
 PRESETS = {"coding": "AzureLLMInferenceTrace_code.csv", "conversation": "AzureLLMInferenceTrace_conv.csv"}
 ATTRIBUTION = (
     "Derived from the Azure LLM inference traces 2023 (Azure Public Dataset, CC-BY 4.0): Patel, Choukse, "
-    "Zhang, Shah, Goiri, Maleki, Bianchini. \"Splitwise: Efficient generative LLM inference using phase "
-    "splitting\", ISCA 2024."
+    'Zhang, Shah, Goiri, Maleki, Bianchini. "Splitwise: Efficient generative LLM inference using phase '
+    'splitting", ISCA 2024.'
 )
 REGENERATE = "python -m splitplan.workload.presets ../shared/data/azure-llm-2023 data/presets"
 
@@ -65,8 +65,9 @@ class Preset:
         if not -1 < self.copula_rho < 1:
             raise InputError(f"preset {self.name!r}: copula correlation must lie in (-1, 1)")
 
-    def sample_sizes(self, n: int, rng: np.random.Generator
-                     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    def sample_sizes(
+        self, n: int, rng: np.random.Generator
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """`n` (prompt_tokens, output_tokens) pairs drawn from the joint distribution.
 
         Rank-based joint sampling: the copula's correlated normals decide only the ranks; each column
@@ -121,8 +122,9 @@ def get_preset(name: str) -> Preset:
     )
 
 
-def build_preset_toml(name: str, prompt: npt.NDArray[np.int64], output: npt.NDArray[np.int64],
-                      source: str) -> str:
+def build_preset_toml(
+    name: str, prompt: npt.NDArray[np.int64], output: npt.NDArray[np.int64], source: str
+) -> str:
     """The TOML text of a preset derived from a trace's two size columns."""
     from scipy.stats import spearmanr
 
@@ -137,8 +139,11 @@ def build_preset_toml(name: str, prompt: npt.NDArray[np.int64], output: npt.NDAr
         rows = [", ".join(items[i : i + 10]) for i in range(0, len(items), 10)]
         return "[\n  " + ",\n  ".join(rows) + ",\n]"
 
-    tq = {f"{col}_p{q}": float(np.percentile(v, q)) for col, v in (("prompt", prompt), ("output", output))
-          for q in (50, 90, 99)}
+    tq = {
+        f"{col}_p{q}": float(np.percentile(v, q))
+        for col, v in (("prompt", prompt), ("output", output))
+        for q in (50, 90, 99)
+    }
     lines = [
         f"# Workload preset {name!r}: quantile table of prompt/output token counts.",
         f"# {ATTRIBUTION}",

@@ -20,13 +20,22 @@ from splitplan.workload.base import Workload
 
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 REFERENCE_COLUMNS = (
-    "request_id", "request_type", "application_id", "arrival_timestamp", "batch_size",
-    "prompt_size", "token_size",
+    "request_id",
+    "request_type",
+    "application_id",
+    "arrival_timestamp",
+    "batch_size",
+    "prompt_size",
+    "token_size",
 )
 # Reference-format columns that must be integers, with their smallest allowed value.
 _REFERENCE_INTS = {
-    "request_id": 0, "request_type": 0, "application_id": 0, "batch_size": 1,
-    "prompt_size": 1, "token_size": 1,
+    "request_id": 0,
+    "request_type": 0,
+    "application_id": 0,
+    "batch_size": 1,
+    "prompt_size": 1,
+    "token_size": 1,
 }
 _INT_RE = r"^\s*\+?[0-9]{1,18}\s*$"
 _NEG_INT_RE = r"^\s*-[0-9]{1,18}\s*$"
@@ -127,8 +136,9 @@ def scan_trace(path: str | Path, *, skip_bad_rows: bool = False) -> TraceRead:
         meta = {"source": shown, "format": fmt}
         if skip_bad_rows:
             meta["skipped_rows"] = "0"
-        wl = Workload(arrival_s=t, prompt_tokens=prompt, output_tokens=output, name=p.stem or "trace",
-                      meta=meta)
+        wl = Workload(
+            arrival_s=t, prompt_tokens=prompt, output_tokens=output, name=p.stem or "trace", meta=meta
+        )
         return TraceRead(workload=wl, format=fmt, bad_rows=())
     cols, lines, bad = _parse_columns(raw, header, wanted, shown)
     n = len(lines)
@@ -168,8 +178,9 @@ def scan_trace(path: str | Path, *, skip_bad_rows: bool = False) -> TraceRead:
     return TraceRead(workload=wl, format=fmt, bad_rows=bad_rows)
 
 
-def _fast_read(raw: bytes, header: list[str], fmt: str
-               ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
+def _fast_read(
+    raw: bytes, header: list[str], fmt: str
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
     """Typed multi-threaded parse of a clean file, or None if anything at all is off.
 
     A None sends the file through the slower text-column path, which names every bad row.
@@ -228,12 +239,15 @@ def _parse_columns(
         invalid.clear()
         return pcsv.read_csv(
             io.BytesIO(raw),
-            read_options=pcsv.ReadOptions(skip_rows=1, column_names=header, use_threads=threads,
-                                          block_size=1 << 22),
+            read_options=pcsv.ReadOptions(
+                skip_rows=1, column_names=header, use_threads=threads, block_size=1 << 22
+            ),
             parse_options=pcsv.ParseOptions(invalid_row_handler=handler, ignore_empty_lines=False),
             convert_options=pcsv.ConvertOptions(
-                column_types={c: pa.string() for c in header}, include_columns=list(wanted),
-                strings_can_be_null=False, quoted_strings_can_be_null=False,
+                column_types={c: pa.string() for c in header},
+                include_columns=list(wanted),
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
             ),
         )
 
@@ -252,8 +266,9 @@ def _parse_columns(
     all_lines = np.arange(2, total + 2, dtype=np.int64)
     if invalid:
         all_lines = all_lines[~np.isin(all_lines, np.fromiter(bad.keys(), dtype=np.int64))]
-    cols = {c: table.column(c).combine_chunks() if table.num_rows else pa.array([], pa.string())
-            for c in wanted}
+    cols = {
+        c: table.column(c).combine_chunks() if table.num_rows else pa.array([], pa.string()) for c in wanted
+    }
     # Rows whose fields are all empty are blank lines: not data, not errors.
     import pyarrow.compute as pc
 
@@ -271,8 +286,14 @@ def _parse_columns(
     return cols, all_lines, bad
 
 
-def _note(bad: dict[int, BadRow], ok: npt.NDArray[np.bool_], lines: npt.NDArray[np.int64],
-          mask: npt.NDArray[np.bool_], shown: str, problem_of: object) -> None:
+def _note(
+    bad: dict[int, BadRow],
+    ok: npt.NDArray[np.bool_],
+    lines: npt.NDArray[np.int64],
+    mask: npt.NDArray[np.bool_],
+    shown: str,
+    problem_of: object,
+) -> None:
     """Record rows in `mask` as bad (keeping the first problem found per line)."""
     idx = np.flatnonzero(mask)
     ok[idx] = False
@@ -339,8 +360,15 @@ def _match(arr: object, regex: str) -> npt.NDArray[np.bool_]:
     return np.asarray(pc.match_substring_regex(arr, regex).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _ints(arr: object, lines: npt.NDArray[np.int64], ok: npt.NDArray[np.bool_], bad: dict[int, BadRow],
-          shown: str, name: str, low: int) -> npt.NDArray[np.int64]:
+def _ints(
+    arr: object,
+    lines: npt.NDArray[np.int64],
+    ok: npt.NDArray[np.bool_],
+    bad: dict[int, BadRow],
+    shown: str,
+    name: str,
+    low: int,
+) -> npt.NDArray[np.int64]:
     import pyarrow as pa
 
     fast = _try_cast(arr, pa.int64())  # clean columns stop here
@@ -370,8 +398,14 @@ def _ints(arr: object, lines: npt.NDArray[np.int64], ok: npt.NDArray[np.bool_], 
     return out
 
 
-def _floats(arr: object, lines: npt.NDArray[np.int64], ok: npt.NDArray[np.bool_], bad: dict[int, BadRow],
-            shown: str, name: str) -> npt.NDArray[np.float64]:
+def _floats(
+    arr: object,
+    lines: npt.NDArray[np.int64],
+    ok: npt.NDArray[np.bool_],
+    bad: dict[int, BadRow],
+    shown: str,
+    name: str,
+) -> npt.NDArray[np.float64]:
     import pyarrow as pa
 
     fast = _try_cast(arr, pa.float64())  # clean columns stop here (inf is caught below)
@@ -384,17 +418,32 @@ def _floats(arr: object, lines: npt.NDArray[np.int64], ok: npt.NDArray[np.bool_]
     finite = np.isfinite(out)
     if not good.all():
         values = _Values(arr)
-        _note(bad, ok, lines, ~good, shown,
-              lambda i: f"{name} is empty" if not values[i].strip()
-              else f"{name} is not a non-negative number: {_show(values[i])}")
+        _note(
+            bad,
+            ok,
+            lines,
+            ~good,
+            shown,
+            lambda i: (
+                f"{name} is empty"
+                if not values[i].strip()
+                else f"{name} is not a non-negative number: {_show(values[i])}"
+            ),
+        )
     if not finite.all():
         _note(bad, ok, lines, good & ~finite, shown, lambda i: f"{name} is not finite")
     out[~(good & finite)] = np.nan
     return out
 
 
-def _datetime_seconds(arr: object, lines: npt.NDArray[np.int64], ok: npt.NDArray[np.bool_],
-                      bad: dict[int, BadRow], shown: str, name: str) -> npt.NDArray[np.float64]:
+def _datetime_seconds(
+    arr: object,
+    lines: npt.NDArray[np.int64],
+    ok: npt.NDArray[np.bool_],
+    bad: dict[int, BadRow],
+    shown: str,
+    name: str,
+) -> npt.NDArray[np.float64]:
     """Datetime strings → seconds since the epoch (float64; relative times keep µs precision)."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -421,17 +470,32 @@ def _datetime_seconds(arr: object, lines: npt.NDArray[np.int64], ok: npt.NDArray
                     good[j] = False
     if not good.all():
         values = _Values(arr)
-        _note(bad, ok, lines, ~good, shown,
-              lambda i: f"{name} is empty" if not values[i].strip()
-              else f"{name} is not a date-time (YYYY-MM-DD HH:MM:SS[.fff]): {_show(values[i])}")
+        _note(
+            bad,
+            ok,
+            lines,
+            ~good,
+            shown,
+            lambda i: (
+                f"{name} is empty"
+                if not values[i].strip()
+                else f"{name} is not a date-time (YYYY-MM-DD HH:MM:SS[.fff]): {_show(values[i])}"
+            ),
+        )
     base = ns[idx[0]] if len(idx) else 0
     out = (ns - base).astype(np.float64) / 1e9
     out[~good] = np.nan
     return out
 
 
-def _monotonic(t: npt.NDArray[np.float64], lines: npt.NDArray[np.int64], ok: npt.NDArray[np.bool_],
-               bad: dict[int, BadRow], shown: str, name: str) -> None:
+def _monotonic(
+    t: npt.NDArray[np.float64],
+    lines: npt.NDArray[np.int64],
+    ok: npt.NDArray[np.bool_],
+    bad: dict[int, BadRow],
+    shown: str,
+    name: str,
+) -> None:
     """Rows that arrive before an earlier valid row are bad (the earlier row is kept)."""
     idx = np.flatnonzero(ok)
     if len(idx) < 2:
@@ -447,8 +511,14 @@ def _monotonic(t: npt.NDArray[np.float64], lines: npt.NDArray[np.int64], ok: npt
     mask[idx[back]] = True
     prev = np.zeros(len(t))
     prev[idx[1:]] = running[:-1]
-    _note(bad, ok, lines, mask, shown,
-          lambda i: f"{name} goes backwards (earlier than a previous row by {prev[i] - t[i]:.6g} s)")
+    _note(
+        bad,
+        ok,
+        lines,
+        mask,
+        shown,
+        lambda i: f"{name} goes backwards (earlier than a previous row by {prev[i] - t[i]:.6g} s)",
+    )
 
 
 def write_trace(workload: Workload, path: str | Path) -> None:
@@ -457,15 +527,17 @@ def write_trace(workload: Workload, path: str | Path) -> None:
     import pyarrow.csv as pcsv
 
     n = workload.n
-    table = pa.table({
-        "request_id": np.arange(n, dtype=np.int64),
-        "request_type": np.full(n, 2, dtype=np.int64),
-        "application_id": np.zeros(n, dtype=np.int64),
-        "arrival_timestamp": workload.arrival_s,
-        "batch_size": np.ones(n, dtype=np.int64),
-        "prompt_size": workload.prompt_tokens,
-        "token_size": workload.output_tokens,
-    })
+    table = pa.table(
+        {
+            "request_id": np.arange(n, dtype=np.int64),
+            "request_type": np.full(n, 2, dtype=np.int64),
+            "application_id": np.zeros(n, dtype=np.int64),
+            "arrival_timestamp": workload.arrival_s,
+            "batch_size": np.ones(n, dtype=np.int64),
+            "prompt_size": workload.prompt_tokens,
+            "token_size": workload.output_tokens,
+        }
+    )
 
     def writer(tmp: Path) -> None:
         with open(tmp, "wb") as fh:

@@ -70,7 +70,8 @@ def test_golden_grid_is_current(design: str, preset: str) -> None:
     now = regen.perf_fingerprint(design, preset)
     assert np.allclose(now, meta["perf_fingerprint"], rtol=1e-9), (
         "the performance model changed since the DES grids were stored; rerun "
-        "`python tests/golden/regen_des_grids.py`")
+        "`python tests/golden/regen_des_grids.py`"
+    )
 
 
 @pytest.mark.parametrize(("design", "preset"), CASES)
@@ -98,8 +99,11 @@ BASELINE_NONE = regen.BASELINE_MACHINES + 1
 # DES 77). Baseline-H100 still reads TBT P90 ~10 % too low near its frontier, so its frontier is
 # too small (DES 30, evaluator 26..28 over seeds 0..3).
 BASELINE_MISS = pytest.mark.xfail(strict=True, reason="baseline-h100 coding: analytic TBT P90 too low")
-BASELINE_CASES = [pytest.param(d, p, marks=BASELINE_MISS) if (d, p) == ("baseline-h100", "coding")
-                  else (d, p) for d in regen.BASELINES for p in regen.PRESETS]
+BASELINE_CASES = [
+    pytest.param(d, p, marks=BASELINE_MISS) if (d, p) == ("baseline-h100", "coding") else (d, p)
+    for d in regen.BASELINES
+    for p in regen.PRESETS
+]
 
 
 def test_golden_baselines_are_current() -> None:
@@ -109,7 +113,8 @@ def test_golden_baselines_are_current() -> None:
         design, preset = key.split("_")
         assert np.allclose(regen.perf_fingerprint(design, preset), stored, rtol=1e-9), (
             "the performance model changed since the baselines were stored; rerun "
-            "`python tests/golden/regen_des_grids.py --only baselines`")
+            "`python tests/golden/regen_des_grids.py --only baselines`"
+        )
     assert len(g["machines"]) == len(regen.BASELINES) * len(regen.PRESETS) * regen.BASELINE_MACHINES
 
 
@@ -124,8 +129,12 @@ def test_baseline_frontier_agrees_with_the_des(design: str, preset: str, scenari
     assert abs(des - ana) <= 1, f"smallest feasible machine count: DES {des}, analytic {ana}"
 
 
-SPOT = [("splitwise-hh", "coding", 20, 5), ("splitwise-hh", "coding", 30, 1),
-        ("splitwise-ha", "coding", 25, 26), ("splitwise-hh", "conversation", 20, 14)]
+SPOT = [
+    ("splitwise-hh", "coding", 20, 5),
+    ("splitwise-hh", "coding", 30, 1),
+    ("splitwise-ha", "coding", 25, 26),
+    ("splitwise-hh", "conversation", 20, 14),
+]
 
 
 @pytest.mark.parametrize(("design", "preset", "p", "t"), SPOT)

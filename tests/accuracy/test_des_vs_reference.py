@@ -24,8 +24,9 @@ DESIGNS = {"Baseline-H100": "baseline-h100", "Splitwise-HH": "splitwise-hh", "Sp
 @pytest.fixture(scope="module")
 def compat_scenario(reference_dir: Path, profile_csv: Path) -> Scenario:
     wl = read_trace(reference_dir / "traces" / "rr_code_70_2min.csv")
-    return Scenario(workload=wl, model=get_model("llama2-70b"), perf=str(profile_csv),
-                    sim=load_config(COMPAT))
+    return Scenario(
+        workload=wl, model=get_model("llama2-70b"), perf=str(profile_csv), sim=load_config(COMPAT)
+    )
 
 
 def reference_cases(reference_dir: Path) -> list[dict[str, str]]:
@@ -37,8 +38,9 @@ def config_for(row: dict[str, str]) -> ClusterConfig:
     design = get_design(DESIGNS[row["design"]])
     if design.is_baseline:
         return ClusterConfig.baseline(design, int(row["num_prompt"]))
-    return ClusterConfig(design=design, prompt_machines=int(row["num_prompt"]),
-                         token_machines=int(row["num_token"]))
+    return ClusterConfig(
+        design=design, prompt_machines=int(row["num_prompt"]), token_machines=int(row["num_token"])
+    )
 
 
 def test_every_reference_case_same_verdict_and_close_slowdowns(reference_dir, compat_scenario):

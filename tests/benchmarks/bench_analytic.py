@@ -52,21 +52,28 @@ def main() -> None:
     v = np.arange(1, 40)
     P, T = (a.ravel() for a in np.meshgrid(v, v, indexing="ij"))
     n = len(P)
-    print(f"39×39 grid = {n} points, sample size {args.sample_size or DEFAULT_SAMPLE_SIZE}, "
-          f"median of {args.repeat}")
+    print(
+        f"39×39 grid = {n} points, sample size {args.sample_size or DEFAULT_SAMPLE_SIZE}, "
+        f"median of {args.repeat}"
+    )
     rates = []
     for preset in ("coding", "conversation"):
         wl = make_workload(preset, rate_rps=70, duration_s=120, seed=0)
         sc = Scenario(workload=wl, model=get_model("llama2-70b"))
         for name in ("splitwise-hh", "splitwise-ha"):
             d = get_design(name)
-            wall = timed(lambda d=d, sc=sc: evaluate_grid(d, P, T, sc, sample_size=args.sample_size),
-                         args.repeat)
-            hm = timed(lambda d=d, sc=sc: api.heatmap(d, sc, (1, 39), (1, 39), sample_size=args.sample_size),
-                       args.repeat)
+            wall = timed(
+                lambda d=d, sc=sc: evaluate_grid(d, P, T, sc, sample_size=args.sample_size), args.repeat
+            )
+            hm = timed(
+                lambda d=d, sc=sc: api.heatmap(d, sc, (1, 39), (1, 39), sample_size=args.sample_size),
+                args.repeat,
+            )
             rates.append(n / wall)
-            print(f"  {name:13s} {preset:12s} evaluate_grid {wall * 1000:7.1f} ms "
-                  f"= {n / wall:9,.0f} points/s;  heatmap (analytic) {hm * 1000:7.1f} ms")
+            print(
+                f"  {name:13s} {preset:12s} evaluate_grid {wall * 1000:7.1f} ms "
+                f"= {n / wall:9,.0f} points/s;  heatmap (analytic) {hm * 1000:7.1f} ms"
+            )
     print(f"median throughput: {statistics.median(rates):,.0f} points/s")
 
 

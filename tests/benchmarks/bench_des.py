@@ -35,28 +35,41 @@ def main() -> None:
     ref = shared_dir() / "reference" / "splitwise-sim"
     compat = HERE.parents[2] / "examples" / "splitwise-sim-compat.toml"
     wl = read_trace(ref / "traces" / "rr_code_70_2min.csv")
-    sc = Scenario(workload=wl, model=get_model("llama2-70b"), perf=str(ref / "perf_model.csv"),
-                  sim=load_config(compat))
+    sc = Scenario(
+        workload=wl, model=get_model("llama2-70b"), perf=str(ref / "perf_model.csv"), sim=load_config(compat)
+    )
     ratios = []
     print(f"{'case':18s} {'ours ms':>8s} {'req/s':>10s} {'ref s':>7s} {'ratio':>8s}")
     with open(ref / "results.csv") as fh:
         for row in csv.DictReader(fh):
             d = get_design(DESIGNS[row["design"]])
-            cfg = (ClusterConfig.baseline(d, int(row["num_prompt"])) if d.is_baseline else
-                   ClusterConfig(design=d, prompt_machines=int(row["num_prompt"]),
-                                 token_machines=int(row["num_token"])))
+            cfg = (
+                ClusterConfig.baseline(d, int(row["num_prompt"]))
+                if d.is_baseline
+                else ClusterConfig(
+                    design=d, prompt_machines=int(row["num_prompt"]), token_machines=int(row["num_token"])
+                )
+            )
             walls = [simulate_des(cfg, sc).sim_wall_s for _ in range(args.repeat)]
             ours = statistics.median(walls)
             ratio = float(row["wall_s"]) / ours
             ratios.append(ratio)
-            print(f"{row['run_name']:18s} {ours * 1000:8.1f} {wl.n / ours:10.0f} {float(row['wall_s']):7.2f} "
-                  f"{ratio:8.0f}x")
+            print(
+                f"{row['run_name']:18s} {ours * 1000:8.1f} {wl.n / ours:10.0f} {float(row['wall_s']):7.2f} "
+                f"{ratio:8.0f}x"
+            )
     print(f"median speed-up vs the reference: {statistics.median(ratios):.0f}x (min {min(ratios):.0f}x)")
     conv = make_workload("conversation", rate_rps=70, duration_s=120, seed=0)
-    sc2 = Scenario(workload=conv, model=get_model("llama2-70b"), perf=str(ref / "perf_model.csv"),
-                   sim=load_config(compat))
-    for cfg in (ClusterConfig(design=get_design("splitwise-hh"), prompt_machines=25, token_machines=15),
-                ClusterConfig.baseline(get_design("baseline-h100"), 40)):
+    sc2 = Scenario(
+        workload=conv,
+        model=get_model("llama2-70b"),
+        perf=str(ref / "perf_model.csv"),
+        sim=load_config(compat),
+    )
+    for cfg in (
+        ClusterConfig(design=get_design("splitwise-hh"), prompt_machines=25, token_machines=15),
+        ClusterConfig.baseline(get_design("baseline-h100"), 40),
+    ):
         walls = [simulate_des(cfg, sc2).sim_wall_s for _ in range(args.repeat)]
         ours = statistics.median(walls)
         print(f"conversation {cfg.label:28s} {ours * 1000:8.1f} ms  {conv.n / ours:10.0f} req/s")

@@ -25,8 +25,13 @@ GOLDEN = json.loads((REPO / "tests" / "golden" / "search_exhaustive.json").read_
 
 def run_cli(args: list[str]) -> tuple[float, dict]:
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "splitplan", "search", *args, "--json"], cwd=REPO,
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "splitplan", "search", *args, "--json"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return time.perf_counter() - t0, json.loads(out)
 
 
@@ -40,26 +45,43 @@ def main() -> None:
 
     for jobs in (1, args.jobs):
         walls = [run_cli(["--jobs", str(jobs)])[0] for _ in range(args.repeat)]
-        print(f"default search, --jobs {jobs}: median {statistics.median(walls):.1f} s "
-              f"(process wall incl. start-up; runs {', '.join(f'{w:.1f}' for w in walls)})")
+        print(
+            f"default search, --jobs {jobs}: median {statistics.median(walls):.1f} s "
+            f"(process wall incl. start-up; runs {', '.join(f'{w:.1f}' for w in walls)})"
+        )
 
     for case in GOLDEN["cases"]:
-        base = ["--design", case["design"], "--workload", case["workload"], "--rate", str(case["rate_rps"]),
-                "--duration", str(case["duration_s"]), "--seed", str(case["seed"]), "--jobs", str(args.jobs)]
+        base = [
+            "--design",
+            case["design"],
+            "--workload",
+            case["workload"],
+            "--rate",
+            str(case["rate_rps"]),
+            "--duration",
+            str(case["duration_s"]),
+            "--seed",
+            str(case["seed"]),
+            "--jobs",
+            str(args.jobs),
+        ]
         runs = [run_cli([*base, "--engine", "hybrid"]) for _ in range(args.repeat)]
         wall = statistics.median(w for w, _ in runs)
         doc = runs[0][1]
         r = doc["results"][0]
         want = (case["prompt_machines"], case["token_machines"])
         same = (r["prompt_machines"], r["token_machines"]) == want
-        line = (f"{case['design']:<14} {case['workload']:<12} hybrid 39x39: {wall:5.1f} s, "
-                f"{doc['des_evaluations']:4d} DES runs, optimum "
-                f"{r['prompt_machines']}P+{r['token_machines']}T "
-                f"({'=' if same else '!='} exhaustive {want[0]}P+{want[1]}T)")
+        line = (
+            f"{case['design']:<14} {case['workload']:<12} hybrid 39x39: {wall:5.1f} s, "
+            f"{doc['des_evaluations']:4d} DES runs, optimum "
+            f"{r['prompt_machines']}P+{r['token_machines']}T "
+            f"({'=' if same else '!='} exhaustive {want[0]}P+{want[1]}T)"
+        )
         if args.exhaustive:
             w_ex, d_ex = run_cli([*base, "--engine", "des"])
-            line += (f"; exhaustive DES {w_ex:.1f} s ({d_ex['des_evaluations']} runs), "
-                     f"ratio {w_ex / wall:.0f}x")
+            line += (
+                f"; exhaustive DES {w_ex:.1f} s ({d_ex['des_evaluations']} runs), ratio {w_ex / wall:.0f}x"
+            )
         print(line, flush=True)
 
 

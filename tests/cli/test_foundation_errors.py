@@ -17,9 +17,11 @@ from splitplan.errors import CatalogError, InputError
 from splitplan.slo import load_slo
 
 HEADER = "model,hardware,prompt_size,batch_size,token_size,prompt_time,token_time,tensor_parallel\n"
-GOOD_ROWS = ("llama2-70b,a100-80gb,512,1,128,90,45,8\n"
-             "llama2-70b,a100-80gb,1024,1,128,150,46,8\n"
-             "llama2-70b,a100-80gb,512,4,128,290,47,8\n")
+GOOD_ROWS = (
+    "llama2-70b,a100-80gb,512,1,128,90,45,8\n"
+    "llama2-70b,a100-80gb,1024,1,128,150,46,8\n"
+    "llama2-70b,a100-80gb,512,4,128,290,47,8\n"
+)
 
 
 def _one_line_error(capsys, argv: list[str], needle: str) -> None:
@@ -38,13 +40,16 @@ def _csv(tmp_path, body: str, name: str):
     return str(f)
 
 
-@pytest.mark.parametrize(("body", "needle"), [
-    (HEADER + GOOD_ROWS.replace("a100-80gb", "z100-80gb"), "z100-80gb"),  # unknown GPU
-    (HEADER + GOOD_ROWS.replace("llama2-70b", "gpt-9"), "gpt-9"),  # unknown model
-    (HEADER + "llama2-70b,a100-80gb,512,1,128,fast,45,8\n", "prompt_time"),  # malformed CSV
-    ("", "empty"),  # empty CSV
-    (HEADER, "no data rows"),  # header only
-])
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        (HEADER + GOOD_ROWS.replace("a100-80gb", "z100-80gb"), "z100-80gb"),  # unknown GPU
+        (HEADER + GOOD_ROWS.replace("llama2-70b", "gpt-9"), "gpt-9"),  # unknown model
+        (HEADER + "llama2-70b,a100-80gb,512,1,128,fast,45,8\n", "prompt_time"),  # malformed CSV
+        ("", "empty"),  # empty CSV
+        (HEADER, "no data rows"),  # header only
+    ],
+)
 @pytest.mark.parametrize("perf", ["analytic", "profile"])
 def test_perf_check_bad_profile(tmp_path, capsys, body, needle, perf) -> None:
     path = _csv(tmp_path, body, f"bad-{perf}.csv")
@@ -56,10 +61,16 @@ def test_perf_check_missing_file_and_bad_options(tmp_path, capsys) -> None:
     good = _csv(tmp_path, HEADER + GOOD_ROWS, "good.csv")
     _one_line_error(capsys, ["perf", "check", "--profile", good, "--perf", "magic"], "magic")
     _one_line_error(capsys, ["perf", "check", "--profile", good, "--tensor-parallel", "3"], "tensor")
-    _one_line_error(capsys, ["perf", "check", "--profile", good, "--perf", "profile", "--prompt-curves",
-                             "median"], "prompt curves 'median'")
-    _one_line_error(capsys, ["perf", "fit", "--profile", str(tmp_path / "nope.csv"), "--out",
-                             str(tmp_path / "c.toml")], "nope.csv")
+    _one_line_error(
+        capsys,
+        ["perf", "check", "--profile", good, "--perf", "profile", "--prompt-curves", "median"],
+        "prompt curves 'median'",
+    )
+    _one_line_error(
+        capsys,
+        ["perf", "fit", "--profile", str(tmp_path / "nope.csv"), "--out", str(tmp_path / "c.toml")],
+        "nope.csv",
+    )
 
 
 def test_perf_check_good_profile_json(tmp_path, capsys) -> None:
@@ -70,8 +81,10 @@ def test_perf_check_good_profile_json(tmp_path, capsys) -> None:
     assert set(doc["overall"]) == {"prompt_mape", "token_mape"}
     assert doc["groups"][0]["n"] == 3
     assert doc["prompt_curves"] is None  # analytic
-    assert main(["perf", "check", "--profile", good, "--perf", "profile", "--prompt-curves", "pooled",
-                 "--json"]) == 0
+    assert (
+        main(["perf", "check", "--profile", good, "--perf", "profile", "--prompt-curves", "pooled", "--json"])
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["prompt_curves"] == "pooled"
 
 
@@ -117,8 +130,9 @@ def test_help_and_version(capsys) -> None:
 
 
 def test_console_script_help() -> None:
-    r = subprocess.run([sys.executable, "-m", "splitplan", "--help"], capture_output=True, text=True,
-                       timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "splitplan", "--help"], capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 0
     assert "perf" in r.stdout
 

@@ -24,25 +24,54 @@ def run(capsys, *args):
 
 def test_parquet_has_one_row_per_point_and_provenance(capsys, tmp_path):
     out = tmp_path / "hm.parquet"
-    code, stdout, err = run(capsys, "heatmap", "--design", "splitwise-hh", "--prompt-range", "3:8",
-                            "--token-range", "1:4", *SMALL, "--out", str(out))
+    code, stdout, err = run(
+        capsys,
+        "heatmap",
+        "--design",
+        "splitwise-hh",
+        "--prompt-range",
+        "3:8",
+        "--token-range",
+        "1:4",
+        *SMALL,
+        "--out",
+        str(out),
+    )
     assert code == 0, err
     assert "meet all nine SLOs" in stdout
     assert str(out) in stdout
     table = pq.read_table(out)
     assert table.num_rows == 6 * 4
     assert tuple(table.column_names) == HEATMAP_COLUMNS
-    for col in ("prompt_machines", "token_machines", *SLO_KEYS, "meets_slo", "cost_usd_per_h", "power_kw",
-                "engine", "utilization_prompt", "utilization_token"):
+    for col in (
+        "prompt_machines",
+        "token_machines",
+        *SLO_KEYS,
+        "meets_slo",
+        "cost_usd_per_h",
+        "power_kw",
+        "engine",
+        "utilization_prompt",
+        "utilization_token",
+    ):
         assert col in table.column_names
     rows = table.to_pydict()
     assert sorted(zip(rows["prompt_machines"], rows["token_machines"], strict=True)) == [
-        (p, t) for p in range(3, 9) for t in range(1, 5)]
+        (p, t) for p in range(3, 9) for t in range(1, 5)
+    ]
     assert set(rows["engine"]) == {"analytic"}
     assert all(np.isfinite(rows[k]).all() for k in SLO_KEYS)
     meta = {k.decode(): v.decode() for k, v in table.schema.metadata.items()}
-    for key in ("splitplan_version", "schema_version", "design", "seed", "workload", "model", "engine",
-                "rate_rps"):
+    for key in (
+        "splitplan_version",
+        "schema_version",
+        "design",
+        "seed",
+        "workload",
+        "model",
+        "engine",
+        "rate_rps",
+    ):
         assert key in meta
     assert meta["design"] == "splitwise-hh"
     assert meta["seed"] == "0"
@@ -52,8 +81,20 @@ def test_parquet_has_one_row_per_point_and_provenance(capsys, tmp_path):
 
 def test_plot_is_a_png_and_json_reports_optima(capsys, tmp_path):
     png = tmp_path / "hm.png"
-    code, stdout, err = run(capsys, "heatmap", "--design", "splitwise-ha", "--prompt-range", "2:9",
-                            "--token-range", "1:6", *SMALL, "--plot", str(png), "--json")
+    code, stdout, err = run(
+        capsys,
+        "heatmap",
+        "--design",
+        "splitwise-ha",
+        "--prompt-range",
+        "2:9",
+        "--token-range",
+        "1:6",
+        *SMALL,
+        "--plot",
+        str(png),
+        "--json",
+    )
     assert code == 0, err
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     doc = json.loads(stdout)
@@ -83,13 +124,39 @@ def test_same_seed_same_table(tmp_path):
 
 def test_hybrid_and_des_engines_decide_points_with_the_des(capsys, tmp_path):
     out = tmp_path / "hm.parquet"
-    code, stdout, err = run(capsys, "heatmap", "--design", "splitwise-hh", "--prompt-range", "3:4",
-                            "--token-range", "1:2", *SMALL, "--engine", "des", "--out", str(out), "--json")
+    code, stdout, err = run(
+        capsys,
+        "heatmap",
+        "--design",
+        "splitwise-hh",
+        "--prompt-range",
+        "3:4",
+        "--token-range",
+        "1:2",
+        *SMALL,
+        "--engine",
+        "des",
+        "--out",
+        str(out),
+        "--json",
+    )
     assert code == 0, err
     assert json.loads(stdout)["des_points"] == 4
     assert set(pq.read_table(out).column("engine").to_pylist()) == {"des"}
-    code, stdout, err = run(capsys, "heatmap", "--design", "splitwise-hh", "--prompt-range", "1:6",
-                            "--token-range", "1:3", *SMALL, "--engine", "hybrid", "--json")
+    code, stdout, err = run(
+        capsys,
+        "heatmap",
+        "--design",
+        "splitwise-hh",
+        "--prompt-range",
+        "1:6",
+        "--token-range",
+        "1:3",
+        *SMALL,
+        "--engine",
+        "hybrid",
+        "--json",
+    )
     assert code == 0, err
     doc = json.loads(stdout)
     assert 0 <= doc["des_points"] < doc["points"] == 18

@@ -107,8 +107,11 @@ def test_extraction_finds_the_documented_commands():
     assert splitplan_commands("splitplan catalog > out.txt") == [["catalog"]]
 
 
-@pytest.mark.parametrize(("label", "argv"), [c for c in COMMANDS if c[0] not in SLOW],
-                         ids=[c[0] for c in COMMANDS if c[0] not in SLOW])
+@pytest.mark.parametrize(
+    ("label", "argv"),
+    [c for c in COMMANDS if c[0] not in SLOW],
+    ids=[c[0] for c in COMMANDS if c[0] not in SLOW],
+)
 def test_documented_command_runs(label, argv, tmp_path, monkeypatch, capsys):
     code = _run(argv, tmp_path, monkeypatch)
     captured = capsys.readouterr()
@@ -117,8 +120,9 @@ def test_documented_command_runs(label, argv, tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("label", "argv"), [c for c in COMMANDS if c[0] in SLOW],
-                         ids=[c[0] for c in COMMANDS if c[0] in SLOW])
+@pytest.mark.parametrize(
+    ("label", "argv"), [c for c in COMMANDS if c[0] in SLOW], ids=[c[0] for c in COMMANDS if c[0] in SLOW]
+)
 def test_documented_full_size_command_runs(label, argv, tmp_path, monkeypatch, capsys):
     code = _run(argv, tmp_path, monkeypatch)
     captured = capsys.readouterr()

@@ -17,11 +17,32 @@ from splitplan import api
 from splitplan.cli import main
 from splitplan.slo import SLO_KEYS
 
-RESULT_KEYS = {"design", "prompt_machines", "token_machines", "machines", "prompt_gpu", "token_gpu",
-               "prompt_power_cap", "token_power_cap", "cost_usd_per_h", "power_kw", "rate_rps",
-               "meets_slo", "verified_by", "slowdown"}
-SMALL = ["--design", "splitwise-hh", "--design", "baseline-h100", "--prompt-range", "10:16",
-         "--token-range", "3:6"]
+RESULT_KEYS = {
+    "design",
+    "prompt_machines",
+    "token_machines",
+    "machines",
+    "prompt_gpu",
+    "token_gpu",
+    "prompt_power_cap",
+    "token_power_cap",
+    "cost_usd_per_h",
+    "power_kw",
+    "rate_rps",
+    "meets_slo",
+    "verified_by",
+    "slowdown",
+}
+SMALL = [
+    "--design",
+    "splitwise-hh",
+    "--design",
+    "baseline-h100",
+    "--prompt-range",
+    "10:16",
+    "--token-range",
+    "3:6",
+]
 
 
 @pytest.fixture
@@ -63,28 +84,33 @@ def test_cli_and_api_agree(capsys: pytest.CaptureFixture[str], fake: FakeEvaluat
     assert doc["savings_vs_best_baseline"] is not None
 
 
-@pytest.mark.parametrize("args", [
-    ["--objective", "banana"],
-    ["--engine", "exhaustive"],
-    ["--design", "splitwise-xx"],
-    ["--out", "points.csv"],
-    ["--objective", "throughput"],            # needs a budget
-    ["--budget", "iso-banana", "--objective", "throughput"],
-    ["--prompt-range", "9:3"],
-    ["--jobs", "0"],
-    ["--backend", "dask"],                    # needs --scheduler
-    ["--prompt-gpu", "h100", "--prompt-power-cap", "1.5"],
-])
-def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], fake: FakeEvaluator,
-                                          args: list[str]) -> None:
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--objective", "banana"],
+        ["--engine", "exhaustive"],
+        ["--design", "splitwise-xx"],
+        ["--out", "points.csv"],
+        ["--objective", "throughput"],  # needs a budget
+        ["--budget", "iso-banana", "--objective", "throughput"],
+        ["--prompt-range", "9:3"],
+        ["--jobs", "0"],
+        ["--backend", "dask"],  # needs --scheduler
+        ["--prompt-gpu", "h100", "--prompt-power-cap", "1.5"],
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], fake: FakeEvaluator, args: list[str]
+) -> None:
     assert main(["search", *args]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("splitplan: error:")
     assert "\n" not in err
 
 
-def test_no_feasible_configuration_is_a_result(capsys: pytest.CaptureFixture[str],
-                                               fake: FakeEvaluator) -> None:
+def test_no_feasible_configuration_is_a_result(
+    capsys: pytest.CaptureFixture[str], fake: FakeEvaluator
+) -> None:
     doc = run_json(capsys, ["--design", "splitwise-aa", "--cost-budget-usd-per-h", "100"])
     r = doc["results"][0]
     assert r["meets_slo"] is False
@@ -95,8 +121,9 @@ def test_no_feasible_configuration_is_a_result(capsys: pytest.CaptureFixture[str
     assert "No design meets all nine SLOs" in capsys.readouterr().out
 
 
-def test_out_writes_every_point_with_how_it_was_decided(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                       fake: FakeEvaluator) -> None:
+def test_out_writes_every_point_with_how_it_was_decided(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fake: FakeEvaluator
+) -> None:
     out = tmp_path / "points.parquet"
     assert main(["search", "--design", "splitwise-hh", "--out", str(out)]) == 0
     table = pq.read_table(out)
@@ -107,10 +134,22 @@ def test_out_writes_every_point_with_how_it_was_decided(tmp_path: Path, capsys: 
     assert not list(tmp_path.glob(".*.tmp"))
 
 
-def test_throughput_with_the_iso_power_budget(capsys: pytest.CaptureFixture[str],
-                                              fake: FakeEvaluator) -> None:
-    doc = run_json(capsys, ["--design", "splitwise-hh", "--design", "baseline-a100", "--objective",
-                            "throughput", "--budget", "iso-power"])
+def test_throughput_with_the_iso_power_budget(
+    capsys: pytest.CaptureFixture[str], fake: FakeEvaluator
+) -> None:
+    doc = run_json(
+        capsys,
+        [
+            "--design",
+            "splitwise-hh",
+            "--design",
+            "baseline-a100",
+            "--objective",
+            "throughput",
+            "--budget",
+            "iso-power",
+        ],
+    )
     hh, base = doc["results"]
     assert hh["machines"] == 40
     assert base["machines"] == 70
@@ -118,8 +157,9 @@ def test_throughput_with_the_iso_power_budget(capsys: pytest.CaptureFixture[str]
     assert hh["prompt_machines"] + hh["token_machines"] == 40
 
 
-def test_ctrl_c_keeps_finished_work(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                    fake: FakeEvaluator) -> None:
+def test_ctrl_c_keeps_finished_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fake: FakeEvaluator
+) -> None:
     from typer.testing import CliRunner
 
     from splitplan.cli import app
@@ -160,13 +200,30 @@ def test_killed_search_resumes_from_storage(tmp_path: Path) -> None:
     import subprocess
     import time
 
-    args = [sys.executable, "-m", "splitplan", "search", "--design", "splitwise-hh", "--prompt-range",
-            "10:20", "--token-range", "2:8", "--engine", "des", "--json"]
-    ref = json.loads(subprocess.run([*args, "--storage", str(tmp_path / "a.db")], check=True,
-                                    capture_output=True, text=True).stdout)
+    args = [
+        sys.executable,
+        "-m",
+        "splitplan",
+        "search",
+        "--design",
+        "splitwise-hh",
+        "--prompt-range",
+        "10:20",
+        "--token-range",
+        "2:8",
+        "--engine",
+        "des",
+        "--json",
+    ]
+    ref = json.loads(
+        subprocess.run(
+            [*args, "--storage", str(tmp_path / "a.db")], check=True, capture_output=True, text=True
+        ).stdout
+    )
     db = tmp_path / "b.db"
-    proc = subprocess.Popen([*args, "--storage", str(db)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [*args, "--storage", str(db)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 120
     while _stored_points(db) < 10 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -174,8 +231,9 @@ def test_killed_search_resumes_from_storage(tmp_path: Path) -> None:
     proc.wait()
     kept = _stored_points(db)
     assert 10 <= kept < 77
-    doc = json.loads(subprocess.run([*args, "--storage", str(db)], check=True, capture_output=True,
-                                    text=True).stdout)
+    doc = json.loads(
+        subprocess.run([*args, "--storage", str(db)], check=True, capture_output=True, text=True).stdout
+    )
     assert doc["des_evaluations"] == 77 - kept
     assert ref["des_evaluations"] == 77
     assert doc["results"] == ref["results"]
@@ -187,11 +245,32 @@ def test_two_workers_share_one_optuna_study(tmp_path: Path) -> None:
     import subprocess
 
     db = tmp_path / "shared.db"
-    args = [sys.executable, "-m", "splitplan", "search", "--prompt-gpu", "a100-80gb", "--prompt-gpu",
-            "h100-80gb", "--token-gpu", "a100-80gb", "--token-gpu", "h100-80gb", "--prompt-power-cap",
-            "0.5:1", "--token-power-cap", "0.5:1", "--trials", "48", "--storage", str(db), "--json"]
-    procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    args = [
+        sys.executable,
+        "-m",
+        "splitplan",
+        "search",
+        "--prompt-gpu",
+        "a100-80gb",
+        "--prompt-gpu",
+        "h100-80gb",
+        "--token-gpu",
+        "a100-80gb",
+        "--token-gpu",
+        "h100-80gb",
+        "--prompt-power-cap",
+        "0.5:1",
+        "--token-power-cap",
+        "0.5:1",
+        "--trials",
+        "48",
+        "--storage",
+        str(db),
+        "--json",
+    ]
+    procs = [
+        subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
+    ]
     docs = []
     for p in procs:
         out, err = p.communicate(timeout=300)
@@ -200,7 +279,7 @@ def test_two_workers_share_one_optuna_study(tmp_path: Path) -> None:
     with sqlite3.connect(db) as con:
         states = dict(con.execute("select state, count(*) from trials group by state").fetchall())
     assert set(states) == {"COMPLETE"}
-    assert 48 <= states["COMPLETE"] < 2 * 48            # shared work, not two separate studies
+    assert 48 <= states["COMPLETE"] < 2 * 48  # shared work, not two separate studies
     for doc in docs:
         r = doc["results"][0]
         assert r["meets_slo"]

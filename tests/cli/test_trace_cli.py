@@ -20,8 +20,24 @@ def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict:
 
 def test_generate_acceptance(tmp_path: Path, azure_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "c.csv"
-    doc = _json(capsys, ["trace", "generate", "--workload", "coding", "--rate", "70", "--duration", "120",
-                         "--seed", "1", "--out", str(out), "--json"])
+    doc = _json(
+        capsys,
+        [
+            "trace",
+            "generate",
+            "--workload",
+            "coding",
+            "--rate",
+            "70",
+            "--duration",
+            "120",
+            "--seed",
+            "1",
+            "--out",
+            str(out),
+            "--json",
+        ],
+    )
     assert abs(doc["requests"] / 8400 - 1) <= 0.03
     wl = read_trace(out)
     assert wl.n == doc["requests"]
@@ -35,8 +51,29 @@ def test_generate_acceptance(tmp_path: Path, azure_dir: Path, capsys: pytest.Cap
 def test_generate_is_reproducible_and_gamma(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     for out in (a, b):
-        assert main(["trace", "generate", "--workload", "conversation", "--rate", "10", "--duration", "30",
-                     "--arrival", "gamma", "--cv", "2", "--seed", "4", "--out", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "trace",
+                    "generate",
+                    "--workload",
+                    "conversation",
+                    "--rate",
+                    "10",
+                    "--duration",
+                    "30",
+                    "--arrival",
+                    "gamma",
+                    "--cv",
+                    "2",
+                    "--seed",
+                    "4",
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
+        )
     assert a.read_bytes() == b.read_bytes()
     assert "conversation@10rps/30s+gamma(cv=2)" in capsys.readouterr().out
 
@@ -57,8 +94,10 @@ def test_stats_table_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 def test_convert_azure_to_reference(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "az.csv"
-    src.write_text(",".join(AZURE_COLUMNS) + "\n2023-11-16 18:17:03.9799600,4808,10\n"
-                   "2023-11-16 18:17:04.0319600,3180,8\n")
+    src.write_text(
+        ",".join(AZURE_COLUMNS) + "\n2023-11-16 18:17:03.9799600,4808,10\n"
+        "2023-11-16 18:17:04.0319600,3180,8\n"
+    )
     out = tmp_path / "ref.csv"
     doc = _json(capsys, ["trace", "convert", str(src), str(out), "--json"])
     assert doc["requests"] == 2
@@ -70,8 +109,10 @@ def test_convert_azure_to_reference(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_bad_rows_exit_2_or_skipped_with_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "bad.csv"
-    src.write_text(",".join(REFERENCE_COLUMNS) + "\n0,2,0,0.1,1,5,6\n1,2,0,0.2,1,zero,6\n2,2,0,0.3,1,5,0\n"
-                   "3,2,0,0.4,1,5,6\n")
+    src.write_text(
+        ",".join(REFERENCE_COLUMNS) + "\n0,2,0,0.1,1,5,6\n1,2,0,0.2,1,zero,6\n2,2,0,0.3,1,5,0\n"
+        "3,2,0,0.4,1,5,6\n"
+    )
     assert main(["trace", "stats", str(src)]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
@@ -81,24 +122,53 @@ def test_bad_rows_exit_2_or_skipped_with_count(tmp_path: Path, capsys: pytest.Ca
     assert doc["skipped_rows"] == 2
     assert main(["trace", "stats", str(src), "--skip-bad-rows"]) == 0
     err = capsys.readouterr().err.splitlines()
-    assert err == [f"splitplan: skipped {src}:3: prompt_size is not an integer: 'zero'",
-                   f"splitplan: skipped {src}:4: token_size must be ≥ 1, got 0",
-                   "splitplan: skipped 2 bad rows"]
+    assert err == [
+        f"splitplan: skipped {src}:3: prompt_size is not an integer: 'zero'",
+        f"splitplan: skipped {src}:4: token_size must be ≥ 1, got 0",
+        "splitplan: skipped 2 bad rows",
+    ]
 
 
-@pytest.mark.parametrize("argv", [
-    ["trace", "generate", "--rate", "0", "--duration", "10", "--out", "{tmp}/x.csv"],
-    ["trace", "generate", "--rate", "10", "--out", "{tmp}/x.csv"],
-    ["trace", "generate", "--workload", "nope", "--rate", "10", "--duration", "1", "--out", "{tmp}/x.csv"],
-    ["trace", "generate", "--rate", "10", "--duration", "1", "--arrival", "gamma", "--cv", "-1",
-     "--out", "{tmp}/x.csv"],
-    ["trace", "generate", "--rate", "10", "--duration", "1", "--out", "{tmp}/missing/x.csv"],
-    ["trace", "generate", "--rate", "10", "--duration", "1", "--recipe", "other", "--out", "{tmp}/x.csv"],
-    ["trace", "stats", "{tmp}/missing.csv"],
-    ["trace", "convert", "{tmp}/missing.csv", "{tmp}/y.csv"],
-])
-def test_bad_input_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                   argv: list[str]) -> None:
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["trace", "generate", "--rate", "0", "--duration", "10", "--out", "{tmp}/x.csv"],
+        ["trace", "generate", "--rate", "10", "--out", "{tmp}/x.csv"],
+        [
+            "trace",
+            "generate",
+            "--workload",
+            "nope",
+            "--rate",
+            "10",
+            "--duration",
+            "1",
+            "--out",
+            "{tmp}/x.csv",
+        ],
+        [
+            "trace",
+            "generate",
+            "--rate",
+            "10",
+            "--duration",
+            "1",
+            "--arrival",
+            "gamma",
+            "--cv",
+            "-1",
+            "--out",
+            "{tmp}/x.csv",
+        ],
+        ["trace", "generate", "--rate", "10", "--duration", "1", "--out", "{tmp}/missing/x.csv"],
+        ["trace", "generate", "--rate", "10", "--duration", "1", "--recipe", "other", "--out", "{tmp}/x.csv"],
+        ["trace", "stats", "{tmp}/missing.csv"],
+        ["trace", "convert", "{tmp}/missing.csv", "{tmp}/y.csv"],
+    ],
+)
+def test_bad_input_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
     assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
@@ -106,10 +176,27 @@ def test_bad_input_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture
     assert not (tmp_path / "x.csv").exists()
 
 
-def test_recipe_splitwise_sim(tmp_path: Path, reference_dir: Path, azure_dir: Path,
-                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_recipe_splitwise_sim(
+    tmp_path: Path, reference_dir: Path, azure_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "rr.csv"
-    assert main(["trace", "generate", "--recipe", "splitwise-sim", "--workload",
-                 str(azure_dir / "AzureLLMInferenceTrace_code.csv"), "--rate", "70", "--duration", "120",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "trace",
+                "generate",
+                "--recipe",
+                "splitwise-sim",
+                "--workload",
+                str(azure_dir / "AzureLLMInferenceTrace_code.csv"),
+                "--rate",
+                "70",
+                "--duration",
+                "120",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert out.read_bytes() == (reference_dir / "traces" / "rr_code_70_2min.csv").read_bytes()

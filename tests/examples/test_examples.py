@@ -20,8 +20,9 @@ def test_there_are_examples():
 @pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_example_runs(script: Path, tmp_path: Path):
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, f"{script.name} exited {proc.returncode}:\n{proc.stderr[-3000:]}"
     assert proc.stdout.strip(), f"{script.name} printed nothing"
     assert "Traceback" not in proc.stderr
@@ -32,5 +33,6 @@ def test_examples_use_only_the_public_api():
         for line in script.read_text().splitlines():
             s = line.strip()
             if s.startswith(("import splitplan", "from splitplan")):
-                assert s in ("from splitplan import api", "import splitplan.api as api"), \
+                assert s in ("from splitplan import api", "import splitplan.api as api"), (
                     f"{script.name}: {s!r} reaches past splitplan.api"
+                )

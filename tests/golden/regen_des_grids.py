@@ -51,8 +51,11 @@ def perf_fingerprint(design_name: str, preset: str) -> list[float]:
     d = get_design(design_name)
     out: list[float] = []
     for perf in (sc.perf_model(d.prompt), sc.perf_model(d.token), sc.reference_perf()):
-        out += [float(perf.prompt_time_s(2048.0)), float(perf.token_time_s(32.0, 32.0 * 2000.0)),
-                float(perf.decode_alone_time_s(1000.0))]
+        out += [
+            float(perf.prompt_time_s(2048.0)),
+            float(perf.token_time_s(32.0, 32.0 * 2000.0)),
+            float(perf.decode_alone_time_s(1000.0)),
+        ]
     return out
 
 
@@ -90,11 +93,20 @@ def regenerate_baselines(jobs: int, machines: int = BASELINE_MACHINES) -> Path:
     tasks = [(d, p, n) for d in BASELINES for p in PRESETS for n in range(1, machines + 1)]
     # largest clusters first: they take longest, so the pool stays balanced
     rows = Parallel(n_jobs=jobs)(delayed(_baseline_point)(d, p, n) for d, p, n in tasks[::-1])[::-1]
-    meta = {"designs": list(BASELINES), "presets": list(PRESETS), "machines": machines, "model": MODEL,
-            "rate_rps": RATE_RPS, "duration_s": DURATION_S, "seed": SEED, "perf": "analytic",
-            "splitplan": __version__, "slo_keys": list(SLO_KEYS),
-            "perf_fingerprint": {f"{d}_{p}": perf_fingerprint(d, p) for d in BASELINES for p in PRESETS},
-            "regenerate": "python tests/golden/regen_des_grids.py --only baselines"}
+    meta = {
+        "designs": list(BASELINES),
+        "presets": list(PRESETS),
+        "machines": machines,
+        "model": MODEL,
+        "rate_rps": RATE_RPS,
+        "duration_s": DURATION_S,
+        "seed": SEED,
+        "perf": "analytic",
+        "splitplan": __version__,
+        "slo_keys": list(SLO_KEYS),
+        "perf_fingerprint": {f"{d}_{p}": perf_fingerprint(d, p) for d in BASELINES for p in PRESETS},
+        "regenerate": "python tests/golden/regen_des_grids.py --only baselines",
+    }
     path = OUT / "baselines.npz"
     np.savez_compressed(
         path,
@@ -106,8 +118,11 @@ def regenerate_baselines(jobs: int, machines: int = BASELINE_MACHINES) -> Path:
         slowdown=np.array([r[5] for r in rows], dtype=np.float32),
         meta=np.array(json.dumps(meta)),
     )
-    print(f"{path.name}: {len(rows)} points in {time.perf_counter() - t0:.0f} s, "
-          f"{int(sum(r[3] for r in rows))} meet the SLOs", flush=True)
+    print(
+        f"{path.name}: {len(rows)} points in {time.perf_counter() - t0:.0f} s, "
+        f"{int(sum(r[3] for r in rows))} meet the SLOs",
+        flush=True,
+    )
     return path
 
 
@@ -118,13 +133,23 @@ def regenerate(design_name: str, preset: str, size: int, jobs: int) -> Path:
     from splitplan.slo import SLO_KEYS
 
     t0 = time.perf_counter()
-    cols = Parallel(n_jobs=jobs)(delayed(_column)(design_name, preset, p, list(range(1, size + 1)))
-                                 for p in range(1, size + 1))
+    cols = Parallel(n_jobs=jobs)(
+        delayed(_column)(design_name, preset, p, list(range(1, size + 1))) for p in range(1, size + 1)
+    )
     rows = [r for col in cols for r in col]
-    meta = {"design": design_name, "preset": preset, "model": MODEL, "rate_rps": RATE_RPS,
-            "duration_s": DURATION_S, "seed": SEED, "perf": "analytic", "splitplan": __version__,
-            "slo_keys": list(SLO_KEYS), "perf_fingerprint": perf_fingerprint(design_name, preset),
-            "regenerate": "python tests/golden/regen_des_grids.py"}
+    meta = {
+        "design": design_name,
+        "preset": preset,
+        "model": MODEL,
+        "rate_rps": RATE_RPS,
+        "duration_s": DURATION_S,
+        "seed": SEED,
+        "perf": "analytic",
+        "splitplan": __version__,
+        "slo_keys": list(SLO_KEYS),
+        "perf_fingerprint": perf_fingerprint(design_name, preset),
+        "regenerate": "python tests/golden/regen_des_grids.py",
+    }
     path = OUT / f"{design_name}_{preset}.npz"
     np.savez_compressed(
         path,
@@ -135,8 +160,11 @@ def regenerate(design_name: str, preset: str, size: int, jobs: int) -> Path:
         slowdown=np.array([r[4] for r in rows], dtype=np.float32),
         meta=np.array(json.dumps(meta)),
     )
-    print(f"{path.name}: {len(rows)} points in {time.perf_counter() - t0:.0f} s, "
-          f"{int(sum(r[2] for r in rows))} meet the SLOs", flush=True)
+    print(
+        f"{path.name}: {len(rows)} points in {time.perf_counter() - t0:.0f} s, "
+        f"{int(sum(r[2] for r in rows))} meet the SLOs",
+        flush=True,
+    )
     return path
 
 

@@ -1,6 +1,6 @@
 """Regenerate tests/golden/optima.json: each case's optimum by exhaustive DES (engine "des").
 
-    python tests/golden/regen_optima.py [--jobs 2]
+python tests/golden/regen_optima.py [--jobs 2]
 """
 
 from __future__ import annotations
@@ -23,12 +23,23 @@ from splitplan.api._simulate import WorkloadRequest  # noqa: E402
 
 
 def solve(case, engine: str, jobs: int = 1) -> dict[str, object]:
-    req = SearchRequest(workload=WorkloadRequest(workload=case.workload, rate_rps=case.rate_rps,
-                                                 duration_s=case.duration_s),
-                        engine=engine, jobs=jobs, **case.request_kwargs())
+    req = SearchRequest(
+        workload=WorkloadRequest(workload=case.workload, rate_rps=case.rate_rps, duration_s=case.duration_s),
+        engine=engine,
+        jobs=jobs,
+        **case.request_kwargs(),
+    )
     res = search(replace(req)).results[0].to_json()
-    keep = ("prompt_machines", "token_machines", "machines", "cost_usd_per_h", "power_kw", "rate_rps",
-            "meets_slo", "slowdown")
+    keep = (
+        "prompt_machines",
+        "token_machines",
+        "machines",
+        "cost_usd_per_h",
+        "power_kw",
+        "rate_rps",
+        "meets_slo",
+        "slowdown",
+    )
     return {k: res[k] for k in keep}
 
 

@@ -15,15 +15,31 @@ from splitplan.errors import InputError
 from splitplan.workload import read_trace, scan_trace
 from splitplan.workload.readers import AZURE_COLUMNS, REFERENCE_COLUMNS
 
-SETTINGS = settings(max_examples=100, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 cell = st.one_of(
     st.integers(-5, 10**6).map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=8),
-    st.sampled_from(["", " ", '"', '""', "1e999", "99999999999999999999", "2023-11-16 18:17:03.9799600",
-                     "2023-02-30 00:00:00", "0x10", "+7", " 3 ", "nan", "-0"]),
+    st.sampled_from(
+        [
+            "",
+            " ",
+            '"',
+            '""',
+            "1e999",
+            "99999999999999999999",
+            "2023-11-16 18:17:03.9799600",
+            "2023-02-30 00:00:00",
+            "0x10",
+            "+7",
+            " 3 ",
+            "nan",
+            "-0",
+        ]
+    ),
 )
 
 
@@ -93,8 +109,9 @@ def _check_one_line(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 @SETTINGS
 @given(case=corrupted_csv(), skip=st.booleans())
-def test_corrupted_csv_parses_or_fails_in_one_line(case: tuple[str, int], skip: bool,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_corrupted_csv_parses_or_fails_in_one_line(
+    case: tuple[str, int], skip: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
     text, clean_rows = case
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "trace.csv"
@@ -117,8 +134,11 @@ def test_corrupted_csv_parses_or_fails_in_one_line(case: tuple[str, int], skip: 
 @SETTINGS
 @given(data=st.binary(max_size=300), header=st.sampled_from(["", "azure", "reference"]))
 def test_random_bytes_never_traceback(data: bytes, header: str, capsys: pytest.CaptureFixture[str]) -> None:
-    prefix = {"": b"", "azure": ",".join(AZURE_COLUMNS).encode() + b"\n",
-              "reference": ",".join(REFERENCE_COLUMNS).encode() + b"\n"}[header]
+    prefix = {
+        "": b"",
+        "azure": ",".join(AZURE_COLUMNS).encode() + b"\n",
+        "reference": ",".join(REFERENCE_COLUMNS).encode() + b"\n",
+    }[header]
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "trace.csv"
         path.write_bytes(prefix + data)

@@ -11,16 +11,23 @@ PKG = Path(__file__).resolve().parents[2] / "splitplan"
 
 # Lower number = lower layer. Longest matching prefix wins.
 LAYERS = {
-    "splitplan._version": 0, "splitplan.errors": 0, "splitplan._rng": 0, "splitplan._paths": 0,
+    "splitplan._version": 0,
+    "splitplan.errors": 0,
+    "splitplan._rng": 0,
+    "splitplan._paths": 0,
     "splitplan._io": 0,
     "splitplan.catalog": 1,
     "splitplan.perf": 2,
-    "splitplan.workload": 3, "splitplan.slo": 3, "splitplan.design": 3,
+    "splitplan.workload": 3,
+    "splitplan.slo": 3,
+    "splitplan.design": 3,
     "splitplan.sim": 4,
     "splitplan.search": 5,
     "splitplan.report": 6,
-    "splitplan.bench": 7, "splitplan.api": 7,
-    "splitplan.cli": 8, "splitplan.__main__": 8,
+    "splitplan.bench": 7,
+    "splitplan.api": 7,
+    "splitplan.cli": 8,
+    "splitplan.__main__": 8,
     "splitplan": 0,
 }
 

@@ -84,11 +84,31 @@ def _iteration_time(c, bt, nd, npr, ctx, ptab, ttab, tctx, mtab, mctx):
 
 @nb.njit(cache=True)
 def simulate_kernel(
-    arr, p, otok, kvp, kvt, xfer_s,
-    cls, tag, baseline, cap, weights,
-    ptab, ttab, tctx, mtab, mctx,
-    max_batch, max_tokens, max_preempt, prompt_full, retry_s, max_backlog_s, wait_cap,
-    prompt_interrupts, reserve_decode,
+    arr,
+    p,
+    otok,
+    kvp,
+    kvt,
+    xfer_s,
+    cls,
+    tag,
+    baseline,
+    cap,
+    weights,
+    ptab,
+    ttab,
+    tctx,
+    mtab,
+    mctx,
+    max_batch,
+    max_tokens,
+    max_preempt,
+    prompt_full,
+    retry_s,
+    max_backlog_s,
+    wait_cap,
+    prompt_interrupts,
+    reserve_decode,
 ):
     n = arr.shape[0]
     M = cls.shape[0]
@@ -99,7 +119,7 @@ def simulate_kernel(
     key0 = np.zeros(n, np.int64)
     blocked = np.zeros(n, np.bool_)
     mark = np.zeros(n, np.int64)
-    resv = np.zeros(n, np.bool_)   # decode KV reserved when the prompt started (same machine)
+    resv = np.zeros(n, np.bool_)  # decode KV reserved when the prompt started (same machine)
     pm = np.full(n, -1, np.int64)
     tm = np.full(n, -1, np.int64)
     ttft = np.full(n, np.nan)
@@ -111,7 +131,7 @@ def simulate_kernel(
     batch = np.zeros((M, max_batch), np.int64)
     batch_n = np.zeros(M, np.int64)
     batch_tok = np.zeros(M, np.int64)
-    batch_np = np.zeros(M, np.int64)   # prompts in batch
+    batch_np = np.zeros(M, np.int64)  # prompts in batch
     run_start = np.zeros(M)
     run_end = np.full(M, INF)
     dur = np.zeros(M)
@@ -123,7 +143,7 @@ def simulate_kernel(
     pool = np.zeros(M, np.int64)
     busy = np.zeros(M)
     iters = np.zeros(M, np.int64)
-    batch_time = np.zeros(M)           # Σ batch size × time (for mean batch size)
+    batch_time = np.zeros(M)  # Σ batch size × time (for mean batch size)
     for m in range(M):
         mem[m] = weights[cls[m]]
         sched_mem[m] = weights[cls[m]]

@@ -15,7 +15,7 @@ from splitplan.sim.scenario import Scenario
 from splitplan.slo import percentiles, reference_latencies, verdict
 
 MIN_ITERATION_S = 1e-6  # extrapolated profile curves must never yield a non-positive time
-WAIT_CAPACITY = 4096    # waiting tasks per machine before the run is declared unstable
+WAIT_CAPACITY = 4096  # waiting tasks per machine before the run is declared unstable
 
 # Layer-wise transfer hides all but a near-constant tail (SPLITWISE.md §4): ~8 ms on 200 GB/s links
 # (A100 machines), ~5 ms on faster ones (H100).
@@ -106,20 +106,54 @@ def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
 
     kernel = _kernel()
     start = time.perf_counter()
-    (status, ttft, e2e, pstart, pm, tm, preempt, busy, iters, batch_time, pool_moves, events,
-     t_end) = kernel(
-        wl.arrival_s, p, otok, kvp, kvt, xfer,
-        cls, tag, design.is_baseline, caps, weights,
-        ptab, ttab, tctx, mtab, mctx,
-        sim.max_batch_size, sim.max_batch_tokens, sim.max_preemptions, float(sim.prompt_full_tokens),
-        float(sim.memory_retry_s), float(sim.max_backlog_s), min(WAIT_CAPACITY, len(p)) + 1,
+    (status, ttft, e2e, pstart, pm, tm, preempt, busy, iters, batch_time, pool_moves, events, t_end) = kernel(
+        wl.arrival_s,
+        p,
+        otok,
+        kvp,
+        kvt,
+        xfer,
+        cls,
+        tag,
+        design.is_baseline,
+        caps,
+        weights,
+        ptab,
+        ttab,
+        tctx,
+        mtab,
+        mctx,
+        sim.max_batch_size,
+        sim.max_batch_tokens,
+        sim.max_preemptions,
+        float(sim.prompt_full_tokens),
+        float(sim.memory_retry_s),
+        float(sim.max_backlog_s),
+        min(WAIT_CAPACITY, len(p)) + 1,
         sim.prompt_interrupts_decodes == "always"
         or (sim.prompt_interrupts_decodes == "baseline" and design.is_baseline),
         bool(sim.prompt_reserves_decode_kv),
     )
     wall = time.perf_counter() - start
-    return _result(config, scenario, status, ttft, e2e, pstart, pm, tm, preempt, busy, iters,
-                   batch_time, pool_moves, events, t_end, cls, wall)
+    return _result(
+        config,
+        scenario,
+        status,
+        ttft,
+        e2e,
+        pstart,
+        pm,
+        tm,
+        preempt,
+        busy,
+        iters,
+        batch_time,
+        pool_moves,
+        events,
+        t_end,
+        cls,
+        wall,
+    )
 
 
 @cache
@@ -133,20 +167,61 @@ def _kernel():
     one = np.ones(1)
     ione = np.ones(1, np.int64)
     tab = np.ones((2, 8))
-    simulate_kernel(np.zeros(1), ione * 2, ione, one, one, one, np.zeros(1, np.int64),
-                    np.full(1, 2, np.int64), True, np.full(2, 10.0), np.zeros(2), np.ones((2, 2, 8)), tab,
-                    np.zeros(2),
-                    tab, np.zeros(2), 4, 4, 4, 8.0, 1.0, 10.0, 2, True, True)
+    simulate_kernel(
+        np.zeros(1),
+        ione * 2,
+        ione,
+        one,
+        one,
+        one,
+        np.zeros(1, np.int64),
+        np.full(1, 2, np.int64),
+        True,
+        np.full(2, 10.0),
+        np.zeros(2),
+        np.ones((2, 2, 8)),
+        tab,
+        np.zeros(2),
+        tab,
+        np.zeros(2),
+        4,
+        4,
+        4,
+        8.0,
+        1.0,
+        10.0,
+        2,
+        True,
+        True,
+    )
     return simulate_kernel
 
 
-def _result(config, scenario, status, ttft, e2e, pstart, pm, tm, preempt, busy, iters, batch_time,
-            pool_moves, events, t_end, cls, wall) -> SimResult:
+def _result(
+    config,
+    scenario,
+    status,
+    ttft,
+    e2e,
+    pstart,
+    pm,
+    tm,
+    preempt,
+    busy,
+    iters,
+    batch_time,
+    pool_moves,
+    events,
+    t_end,
+    cls,
+    wall,
+) -> SimResult:
     wl = scenario.workload
     o = wl.output_tokens.astype(np.float64)
     tbt = (e2e - ttft) / o
-    ref_ttft, ref_tbt, ref_e2e = reference_latencies(scenario.reference_perf(), wl.prompt_tokens,
-                                                     wl.output_tokens)
+    ref_ttft, ref_tbt, ref_e2e = reference_latencies(
+        scenario.reference_perf(), wl.prompt_tokens, wl.output_tokens
+    )
     sd_ttft, sd_tbt, sd_e2e = ttft / ref_ttft, tbt / ref_tbt, e2e / ref_e2e
     counted = wl.arrival_s >= scenario.sim.warmup_s
     completed = np.isfinite(e2e)
@@ -167,27 +242,52 @@ def _result(config, scenario, status, ttft, e2e, pstart, pm, tm, preempt, busy, 
     util = {
         "prompt": float(busy[cls == 0].sum() / (horizon * max(n_prompt_pool, 1))),
         "token": float(busy[cls == 1].sum() / (horizon * max(int((cls == 1).sum()), 1)))
-        if not config.design.is_baseline else float("nan"),
+        if not config.design.is_baseline
+        else float("nan"),
     }
     if config.design.is_baseline:
         util = {"machines": util["prompt"]}
-    notes = {0: (), 1: ("unstable: the backlog grew without bound; the run was stopped",),
-             2: ("deadlock: admitted prompts hold all KV memory and their decodes cannot start",)}[status]
+    notes = {
+        0: (),
+        1: ("unstable: the backlog grew without bound; the run was stopped",),
+        2: ("deadlock: admitted prompts hold all KV memory and their decodes cannot start",),
+    }[status]
     per_request = RequestMetrics(
-        arrival_s=wl.arrival_s, prompt_tokens=wl.prompt_tokens, output_tokens=wl.output_tokens,
-        ttft_s=ttft, tbt_s=tbt, e2e_s=e2e, queue_s=pstart - wl.arrival_s,
-        ttft_slowdown=sd_ttft, tbt_slowdown=sd_tbt, e2e_slowdown=sd_e2e,
-        prompt_machine=pm, token_machine=tm, preemptions=preempt,
+        arrival_s=wl.arrival_s,
+        prompt_tokens=wl.prompt_tokens,
+        output_tokens=wl.output_tokens,
+        ttft_s=ttft,
+        tbt_s=tbt,
+        e2e_s=e2e,
+        queue_s=pstart - wl.arrival_s,
+        ttft_slowdown=sd_ttft,
+        tbt_slowdown=sd_tbt,
+        e2e_slowdown=sd_e2e,
+        prompt_machine=pm,
+        token_machine=tm,
+        preemptions=preempt,
     )
     total_iters = max(int(iters.sum()), 1)
     span = max(float(wl.arrival_s[-1] - wl.arrival_s[0]), 1e-9)
     return SimResult(
-        config=config, engine="des", requests=wl.n, completed=int(completed.sum()),
-        slowdown=slow, latency_s=lat, verdict=v, stable=stable,
-        throughput_rps=float(completed.sum() / span), utilization=util, sim_wall_s=wall,
+        config=config,
+        engine="des",
+        requests=wl.n,
+        completed=int(completed.sum()),
+        slowdown=slow,
+        latency_s=lat,
+        verdict=v,
+        stable=stable,
+        throughput_rps=float(completed.sum() / span),
+        utilization=util,
+        sim_wall_s=wall,
         per_request=per_request,
-        extra={"events": float(events), "pool_moves": float(pool_moves),
-               "mean_batch_size": float(batch_time.sum() / max(busy.sum(), 1e-12)),
-               "iterations": float(total_iters), "end_s": float(t_end)},
+        extra={
+            "events": float(events),
+            "pool_moves": float(pool_moves),
+            "mean_batch_size": float(batch_time.sum() / max(busy.sum(), 1e-12)),
+            "iterations": float(total_iters),
+            "end_s": float(t_end),
+        },
         notes=notes,
     )

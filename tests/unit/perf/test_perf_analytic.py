@@ -40,8 +40,12 @@ def test_every_catalog_pair_gives_finite_positive_times(mtype, model) -> None:
         pm = AnalyticPerfModel(model, Machine(type=mtype, power_cap=cap))
         tokens = np.array([1, 128, 2048, 8192, 32768], dtype=float)
         batch = np.array([1, 8, 64, 512], dtype=float)
-        for out in (pm.prompt_time_s(tokens), pm.token_time_s(batch, batch * 1000),
-                    pm.mixed_time_s(tokens, tokens * 10), pm.decode_alone_time_s(tokens)):
+        for out in (
+            pm.prompt_time_s(tokens),
+            pm.token_time_s(batch, batch * 1000),
+            pm.mixed_time_s(tokens, tokens * 10),
+            pm.decode_alone_time_s(tokens),
+        ):
             assert out.dtype == np.float64
             assert np.all(np.isfinite(out))
             assert np.all(out > 0)
@@ -82,10 +86,15 @@ def test_monotone(model, machine) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(b=st.integers(1, 1024), c0=st.floats(0, 1e6), c1=st.floats(0, 1e6), c2=st.floats(0, 1e6),
-       model=st.sampled_from([m.name for m in list_models()]),
-       mtype=st.sampled_from([m.name for m in list_machine_types()]),
-       cap=st.floats(0.2, 1.0))
+@given(
+    b=st.integers(1, 1024),
+    c0=st.floats(0, 1e6),
+    c1=st.floats(0, 1e6),
+    c2=st.floats(0, 1e6),
+    model=st.sampled_from([m.name for m in list_models()]),
+    mtype=st.sampled_from([m.name for m in list_machine_types()]),
+    cap=st.floats(0.2, 1.0),
+)
 def test_token_and_mixed_are_affine_in_context(b, c0, c1, c2, model, mtype, cap) -> None:
     pm = AnalyticPerfModel(get_model(model), Machine(type=get_machine_type(mtype), power_cap=cap))
     f, g = pm.token_affine(b)
@@ -167,8 +176,9 @@ def test_moe_touches_experts_by_batch() -> None:
     # the same total size would.
     dense = dataclasses.replace(mixtral, name="dense", active_params=mixtral.params)
     c = AnalyticCoefficients()
-    assert (AnalyticPerfModel(mixtral, H100, c).token_time_s(1, 0)
-            < AnalyticPerfModel(dense, H100, c).token_time_s(1, 0))
+    assert AnalyticPerfModel(mixtral, H100, c).token_time_s(1, 0) < AnalyticPerfModel(
+        dense, H100, c
+    ).token_time_s(1, 0)
 
 
 def test_coefficient_validation_and_bad_files(tmp_path) -> None:
@@ -190,8 +200,10 @@ def test_coefficient_validation_and_bad_files(tmp_path) -> None:
 
 def test_per_model_refinement_overrides_gpu_coefficients(tmp_path) -> None:
     f = tmp_path / "c.toml"
-    f.write_text("[default]\nbw_eff = 0.5\n[gpu.a100-80gb]\ntoken_overhead_s = 0.03\n"
-                 '[gpu.a100-80gb.model."llama2-70b"]\ntoken_overhead_s = 0.01\n')
+    f.write_text(
+        "[default]\nbw_eff = 0.5\n[gpu.a100-80gb]\ntoken_overhead_s = 0.03\n"
+        '[gpu.a100-80gb.model."llama2-70b"]\ntoken_overhead_s = 0.01\n'
+    )
     cs = load_coefficients(f)
     assert cs.lookup("a100-80gb", "llama2-70b").token_overhead_s == 0.01
     assert cs.lookup("a100-80gb", "bloom-176b").token_overhead_s == 0.03

@@ -14,11 +14,22 @@ from splitplan.perf.check import check_profile, machine_for_hardware
 from splitplan.perf.fit import fit_analytic, save_fit
 
 HEADER = "model,hardware,prompt_size,batch_size,token_size,prompt_time,token_time,tensor_parallel\n"
-TRUE = AnalyticCoefficients(bw_eff=0.7, prompt_flops_eff=0.5, token_flops_eff=0.2, prompt_overhead_s=0.03,
-                            token_overhead_s=0.025, token_seq_s=2e-4, knee_tokens=3000.0, knee_gain=0.8,
-                            knee_power=3.0)
-GRID = [(p, 1, 128) for p in (128, 256, 512, 1024, 2048, 4096, 8192)] + \
-       [(512, b, 128) for b in (2, 4, 8, 16, 32, 64)] + [(512, 1, t) for t in (256, 1024, 4096)]
+TRUE = AnalyticCoefficients(
+    bw_eff=0.7,
+    prompt_flops_eff=0.5,
+    token_flops_eff=0.2,
+    prompt_overhead_s=0.03,
+    token_overhead_s=0.025,
+    token_seq_s=2e-4,
+    knee_tokens=3000.0,
+    knee_gain=0.8,
+    knee_power=3.0,
+)
+GRID = (
+    [(p, 1, 128) for p in (128, 256, 512, 1024, 2048, 4096, 8192)]
+    + [(512, b, 128) for b in (2, 4, 8, 16, 32, 64)]
+    + [(512, 1, t) for t in (256, 1024, 4096)]
+)
 
 
 def synthetic_csv(tmp_path, noise: float = 0.0, name: str = "synthetic.csv"):

@@ -131,14 +131,17 @@ def test_helpers() -> None:
     np.testing.assert_allclose(interp_extrap([7.0], np.array([1.0]), np.array([3.0])), [3.0])
 
 
-@pytest.mark.parametrize(("body", "match"), [
-    ("", "empty"),
-    ("model,hardware\nllama2-70b,a100-80gb\n", "missing column"),
-    (HEADER, "no data rows"),
-    (HEADER + "llama2-70b,a100-80gb,abc,1,128,10,20,8\n", ":2:"),
-    (HEADER + "llama2-70b,a100-80gb,100,1,128,-3,20,8\n", "positive"),
-    (HEADER + "llama2-70b,a100-80gb,100,1\n", "expected 8 fields"),
-])
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        ("", "empty"),
+        ("model,hardware\nllama2-70b,a100-80gb\n", "missing column"),
+        (HEADER, "no data rows"),
+        (HEADER + "llama2-70b,a100-80gb,abc,1,128,10,20,8\n", ":2:"),
+        (HEADER + "llama2-70b,a100-80gb,100,1,128,-3,20,8\n", "positive"),
+        (HEADER + "llama2-70b,a100-80gb,100,1\n", "expected 8 fields"),
+    ],
+)
 def test_read_profile_rejects_bad_files(tmp_path, body, match) -> None:
     f = tmp_path / f"bad{abs(hash(body))}.csv"
     f.write_text(body)

@@ -19,17 +19,17 @@ from splitplan.slo import SLO_KEYS
 def _speed(machine) -> float:
     # faster GPUs and higher caps serve more; an A100 machine = 1
     base = 2.0 if "h100" in machine.type.name else 1.0
-    return base * machine.power_cap ** 0.5
+    return base * machine.power_cap**0.5
 
 
 @dataclass
 class FakeEvaluator:
-    prompt_need: float = 26.5      # prompt capacity units needed at factor 1
+    prompt_need: float = 26.5  # prompt capacity units needed at factor 1
     token_need: float = 2.5
-    bias: float = 0.0              # analytic margin = true margin · (1 + bias) + offset + noise
+    bias: float = 0.0  # analytic margin = true margin · (1 + bias) + offset + noise
     noise: float = 0.0
     offset: float = 0.0
-    notch: tuple[int, int] | None = None   # a DES-infeasible point inside the feasible region
+    notch: tuple[int, int] | None = None  # a DES-infeasible point inside the feasible region
     calls: list[tuple[str, int, int, float]] = field(default_factory=list)
     screens: int = 0
     fail_after: int | None = None  # raise KeyboardInterrupt at this DES call (Ctrl-C simulation)
@@ -63,15 +63,19 @@ class FakeEvaluator:
         if self.notch is not None and (prompt, token) == self.notch:
             m = -0.01
         m = round(m, 12)
-        return Decision(meets=m >= 0, margin=m if math.isfinite(m) else -math.inf, binding="ttft_p90",
-                        slowdown={k: 1.0 + max(0.0, -m) for k in SLO_KEYS})
+        return Decision(
+            meets=m >= 0,
+            margin=m if math.isfinite(m) else -math.inf,
+            binding="ttft_p90",
+            slowdown={k: 1.0 + max(0.0, -m) for k in SLO_KEYS},
+        )
 
 
 def exhaustive_optimum(ev, design, p_range, t_range, objective="cost"):
     """Brute force over the exact function: (objective, machines, p, t) of the best point."""
     best = None
     for p in range(p_range[0], p_range[1] + 1):
-        for t in ([0] if design.is_baseline else range(t_range[0], t_range[1] + 1)):
+        for t in [0] if design.is_baseline else range(t_range[0], t_range[1] + 1):
             m = float(ev.true_margin(design, p, t, 1.0))
             if ev.notch is not None and (p, t) == ev.notch:
                 m = -0.01

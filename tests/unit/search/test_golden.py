@@ -31,13 +31,17 @@ def test_hybrid_equals_exhaustive_des(case: dict) -> None:
     assert out.des_evaluations < 0.15 * 39 * 39
     # away from DES non-monotone corners, every point is classified as the sweep classified it
     feasible = {tuple(x) for x in case["feasible"]}
-    wrong = [p for p in out.points
-             if p["meets_slo"] != ((p["prompt_machines"], p["token_machines"]) in feasible)]
+    wrong = [
+        p for p in out.points if p["meets_slo"] != ((p["prompt_machines"], p["token_machines"]) in feasible)
+    ]
     assert len(wrong) <= 0.01 * len(out.points)
 
 
-@pytest.mark.parametrize("case", [c for c in GOLDEN["cases"] if c["workload"] == "coding"],
-                         ids=lambda c: f"{c['design']}-{c['workload']}")
+@pytest.mark.parametrize(
+    "case",
+    [c for c in GOLDEN["cases"] if c["workload"] == "coding"],
+    ids=lambda c: f"{c['design']}-{c['workload']}",
+)
 def test_optuna_on_the_2d_space_finds_the_exhaustive_optimum(case: dict) -> None:
     from dataclasses import replace
 

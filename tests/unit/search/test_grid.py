@@ -12,8 +12,14 @@ from splitplan.search import SearchProblem, paper_space, run_search
 from splitplan.search.evaluate import Decision
 from splitplan.search.grid import classify, make_grid, near_miss_only, threshold
 
-DESIGNS = ("baseline-a100", "baseline-h100", "splitwise-aa", "splitwise-hh", "splitwise-ha",
-           "splitwise-hhcap")
+DESIGNS = (
+    "baseline-a100",
+    "baseline-h100",
+    "splitwise-aa",
+    "splitwise-hh",
+    "splitwise-ha",
+    "splitwise-hhcap",
+)
 
 
 @given(st.integers(0, 60), st.integers(-5, 70), st.integers(1, 60))
@@ -38,8 +44,10 @@ def test_threshold_with_a_good_guess_needs_two_probes() -> None:
 
 def test_classify_uses_dominance_both_ways() -> None:
     grid = make_grid((1, 3), (1, 3), False)
-    dec = {(2, 2): Decision(meets=True, margin=0.1, binding="x"),
-           (2, 1): Decision(meets=False, margin=-0.1, binding="x")}
+    dec = {
+        (2, 2): Decision(meets=True, margin=0.1, binding="x"),
+        (2, 1): Decision(meets=False, margin=-0.1, binding="x"),
+    }
     meets, how = classify(grid, dec)
     assert meets[1, 1]
     assert meets[2, 2]
@@ -48,7 +56,7 @@ def test_classify_uses_dominance_both_ways() -> None:
     assert how[0, 0] == 1
     assert meets[2, 2]
     assert how[2, 2] == 1
-    assert how[0, 2] == 2                              # (1,3): neither dominates → undecided
+    assert how[0, 2] == 2  # (1,3): neither dominates → undecided
     assert how[1, 1] == 0
 
 
@@ -77,8 +85,9 @@ def test_hybrid_decides_every_point_like_the_exhaustive_sweep() -> None:
     key = lambda p: (p["prompt_machines"], p["token_machines"])  # noqa: E731
     assert {key(p): p["meets_slo"] for p in hy.points} == {key(p): p["meets_slo"] for p in ex.points}
     assert ex.des_evaluations == 21 * 12
-    assert hy.results[0] == type(hy.results[0])(**{**_fields(ex.results[0]),
-                                                  "des_evaluations": hy.results[0].des_evaluations})
+    assert hy.results[0] == type(hy.results[0])(
+        **{**_fields(ex.results[0]), "des_evaluations": hy.results[0].des_evaluations}
+    )
 
 
 def _fields(r):  # dataclass → dict
@@ -144,6 +153,8 @@ def test_budget_excludes_points_and_infeasible_design_reports_nulls() -> None:
 def test_same_inputs_same_points() -> None:
     a = run_search(SearchProblem(spaces=(paper_space("splitwise-hh"),)), FakeEvaluator(noise=0.05))
     b = run_search(SearchProblem(spaces=(paper_space("splitwise-hh"),)), FakeEvaluator(noise=0.05))
-    strip = lambda pts: [{k: v for k, v in p.items() if not (isinstance(v, float) and np.isnan(v))}  # noqa: E731
-                         for p in pts]
+
+    def strip(pts):
+        return [{k: v for k, v in p.items() if not (isinstance(v, float) and np.isnan(v))} for p in pts]
+
     assert strip(a.points) == strip(b.points)

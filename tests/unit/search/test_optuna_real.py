@@ -12,9 +12,13 @@ from splitplan.sim.des import simulate_des
 
 def test_optimistic_screen_still_yields_a_des_verified_answer():
     req = SearchRequest(
-        prompt_gpus=("h100-80gb",), token_gpus=("a100-80gb",), token_power_cap="0.5:1.0",
-        prompt_range="1:10", token_range="1:10",
-        workload=WorkloadRequest(workload="coding", rate_rps=20, duration_s=30), seed=0,
+        prompt_gpus=("h100-80gb",),
+        token_gpus=("a100-80gb",),
+        token_power_cap="0.5:1.0",
+        prompt_range="1:10",
+        token_range="1:10",
+        workload=WorkloadRequest(workload="coding", rate_rps=20, duration_s=30),
+        seed=0,
     )
     res = search(req).results[0]
     assert res.meets_slo
@@ -22,8 +26,9 @@ def test_optimistic_screen_still_yields_a_des_verified_answer():
     # the answer really passes in the DES
     from splitplan.api import build_scenario
 
-    design = resolve_design(None, prompt_gpu="h100-80gb", token_gpu="a100-80gb",
-                            token_power_cap=res.token_power_cap)
+    design = resolve_design(
+        None, prompt_gpu="h100-80gb", token_gpu="a100-80gb", token_power_cap=res.token_power_cap
+    )
     cfg = make_config(design, res.prompt_machines, res.token_machines, None)
     assert simulate_des(cfg, build_scenario(workload=req.workload, seed=0)).meets_slo
 
@@ -39,9 +44,18 @@ def test_optuna_beats_random_sampling_of_equal_des_budget_on_4d(seed):
 
     wr = WorkloadRequest(workload="coding", rate_rps=20, duration_s=60)
     gpus = ("h100-80gb", "a100-80gb")
-    req = SearchRequest(prompt_gpus=gpus, token_gpus=gpus, prompt_power_cap="0.5:1.0",
-                        token_power_cap="0.5:1.0", prompt_range="1:12", token_range="1:12",
-                        workload=wr, seed=seed, trials=120, objective="power")
+    req = SearchRequest(
+        prompt_gpus=gpus,
+        token_gpus=gpus,
+        prompt_power_cap="0.5:1.0",
+        token_power_cap="0.5:1.0",
+        prompt_range="1:12",
+        token_range="1:12",
+        workload=wr,
+        seed=seed,
+        trials=120,
+        objective="power",
+    )
     res = search(req).results[0]
     assert res.meets_slo
     assert res.verified_by == "des"

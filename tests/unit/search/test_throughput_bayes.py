@@ -35,8 +35,11 @@ def test_named_budgets_are_forty_dgx_h100() -> None:
 
 
 def test_scale_rate_divides_arrivals() -> None:
-    wl = Workload(arrival_s=np.array([0.0, 1.0, 3.0]), prompt_tokens=np.array([5, 6, 7]),
-                  output_tokens=np.array([1, 2, 3]))
+    wl = Workload(
+        arrival_s=np.array([0.0, 1.0, 3.0]),
+        prompt_tokens=np.array([5, 6, 7]),
+        output_tokens=np.array([1, 2, 3]),
+    )
     fast = scale_rate(wl, 2.0)
     assert np.allclose(fast.arrival_s, [0.0, 0.5, 1.5])
     assert fast.rate_rps == pytest.approx(2 * wl.rate_rps)
@@ -74,7 +77,7 @@ def test_throughput_under_iso_power_returns_split_and_rate(engine: str) -> None:
     f, split = _true_best_rate(ev, design, splits)
     assert (hh.prompt_machines, hh.token_machines) == split
     assert hh.rate_rps == pytest.approx(f * pb.rate_rps, rel=pb.rate_tol)
-    assert hh.rate_rps <= f * pb.rate_rps * (1 + 1e-9)     # the reported rate passes
+    assert hh.rate_rps <= f * pb.rate_rps * (1 + 1e-9)  # the reported rate passes
     assert hh.verified_by == "des"
 
 
@@ -83,11 +86,13 @@ def test_hybrid_throughput_bisects_few_splits() -> None:
     spaces = (paper_space("splitwise-aa", prompt_range=(1, 69), token_range=(1, 69)),)
     pb = SearchProblem(spaces=spaces, objective="throughput", power_budget_kw=ISO_POWER_KW)
     out = run_search(pb, ev)
-    ex = run_search(SearchProblem(spaces=spaces, objective="throughput", power_budget_kw=ISO_POWER_KW,
-                                  engine="des"), FakeEvaluator())
+    ex = run_search(
+        SearchProblem(spaces=spaces, objective="throughput", power_budget_kw=ISO_POWER_KW, engine="des"),
+        FakeEvaluator(),
+    )
     r, e = out.results[0], ex.results[0]
     assert (r.prompt_machines, r.token_machines) == (e.prompt_machines, e.token_machines)
-    assert r.rate_rps == e.rate_rps                      # same lattice point, not just within tolerance
+    assert r.rate_rps == e.rate_rps  # same lattice point, not just within tolerance
     assert out.des_evaluations < ex.des_evaluations / 3
 
 
@@ -104,8 +109,9 @@ def test_optuna_finds_the_grid_optimum_on_a_2d_space() -> None:
 
 def _space_4d() -> DesignSpace:
     pools = PoolSpace(gpus=("dgx-a100", "dgx-h100"), power_cap=(0.5, 1.0))
-    return DesignSpace(name="custom", baseline=False, prompt=pools, token=pools,
-                       prompt_range=(1, 39), token_range=(1, 39))
+    return DesignSpace(
+        name="custom", baseline=False, prompt=pools, token=pools, prompt_range=(1, 39), token_range=(1, 39)
+    )
 
 
 def _random_best(trials: int, seed: int) -> float:
@@ -126,8 +132,12 @@ def _random_best(trials: int, seed: int) -> float:
 def test_optuna_beats_or_ties_random_sampling_of_equal_budget_on_4d() -> None:
     # GPU type × power cap per pool × counts; averaged over seeds, as one seed is a coin toss
     trials, seeds = 150, range(4)
-    tpe = [run_search(SearchProblem(spaces=(_space_4d(),), trials=trials, seed=s), FakeEvaluator())
-           .results[0].cost_usd_per_h for s in seeds]
+    tpe = [
+        run_search(SearchProblem(spaces=(_space_4d(),), trials=trials, seed=s), FakeEvaluator())
+        .results[0]
+        .cost_usd_per_h
+        for s in seeds
+    ]
     rnd = [_random_best(trials, s) for s in seeds]
     assert all(c is not None for c in tpe)
     assert np.mean(tpe) <= np.mean(rnd)
@@ -148,7 +158,7 @@ def test_grid_search_resumes_from_storage_without_reevaluating(tmp_path) -> None
         resumed = run_search(pb, second, store=store)
     assert resumed.results == full.results
     done = set(first.calls)
-    assert not done & set(second.calls)                  # nothing finished is evaluated again
+    assert not done & set(second.calls)  # nothing finished is evaluated again
     assert len(done) + len(second.calls) == full.des_evaluations
 
 
@@ -169,7 +179,7 @@ def test_optuna_search_resumes_to_the_same_answer(tmp_path) -> None:
     again = FakeEvaluator()
     with PointStore(db, "fp") as store:
         resumed = run_search(pb, again, store=store)
-    assert again.screens < 64                            # finished trials are not re-evaluated
+    assert again.screens < 64  # finished trials are not re-evaluated
     assert resumed.results == full.results
 
 
@@ -178,8 +188,9 @@ def test_parallel_runner_gives_the_same_answer() -> None:
     spaces = (paper_space("splitwise-hh"), paper_space("baseline-h100"))
     one = run_search(SearchProblem(spaces=spaces), FakeEvaluator(noise=0.05))
     two = run_search(SearchProblem(spaces=spaces), FakeEvaluator(noise=0.05), runner=Runner(jobs=2))
-    assert [(r.prompt_machines, r.token_machines, r.machines) for r in one.results] == \
-        [(r.prompt_machines, r.token_machines, r.machines) for r in two.results]
+    assert [(r.prompt_machines, r.token_machines, r.machines) for r in one.results] == [
+        (r.prompt_machines, r.token_machines, r.machines) for r in two.results
+    ]
 
 
 def test_dask_backend_runs_the_same_search() -> None:
@@ -187,8 +198,9 @@ def test_dask_backend_runs_the_same_search() -> None:
     cloudpickle.register_pickle_by_value(search_fakes)
     spaces = (paper_space("splitwise-hh", prompt_range=(20, 30), token_range=(1, 6)),)
     one = run_search(SearchProblem(spaces=spaces, engine="des"), FakeEvaluator())
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
         runner = Runner(jobs=2, backend="dask", scheduler=cluster.scheduler_address)
         two = run_search(SearchProblem(spaces=spaces, engine="des"), FakeEvaluator(), runner=runner)
     assert one.results == two.results

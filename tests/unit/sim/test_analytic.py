@@ -93,8 +93,15 @@ def test_grid_has_every_field_per_point_and_no_nans(coding: Scenario) -> None:
     b = evaluate_grid(get_design("splitwise-hh"), P, T, coding)
     assert isinstance(b, AnalyticBatch)
     assert len(b) == len(P)
-    for arr in (*b.slowdown.values(), *b.latency_s.values(), b.margin, b.utilization_prompt,
-                b.utilization_token, b.cost_usd_per_h, b.power_kw):
+    for arr in (
+        *b.slowdown.values(),
+        *b.latency_s.values(),
+        b.margin,
+        b.utilization_prompt,
+        b.utilization_token,
+        b.cost_usd_per_h,
+        b.power_kw,
+    ):
         assert arr.shape == P.shape
         assert not np.any(np.isnan(arr))
     assert set(b.slowdown) == set(SLO_KEYS) == set(b.latency_s)
@@ -141,8 +148,9 @@ def test_rate_scale_raises_load(coding: Scenario) -> None:
     assert scalar.slowdown["e2e_p90"][0] == b.slowdown["e2e_p90"][3]
 
 
-def test_results_are_deterministic_and_do_not_depend_on_chunking(coding: Scenario,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_results_are_deterministic_and_do_not_depend_on_chunking(
+    coding: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
     d = get_design("splitwise-hh")
     P, T = grid(5, 15)
     a = evaluate_grid(d, P, T, coding)

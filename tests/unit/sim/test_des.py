@@ -125,19 +125,28 @@ def test_overload_deadlock_is_reported_not_hidden():
     assert done.completed == wl.n
 
 
-@pytest.mark.parametrize(("curves", "pair_s", "lone_s"),
-                         [("by-count", 0.030, 0.030), ("pooled", 0.025, 0.035)])
+@pytest.mark.parametrize(
+    ("curves", "pair_s", "lone_s"), [("by-count", 0.030, 0.030), ("pooled", 0.025, 0.035)]
+)
 def test_prompt_iterations_are_timed_by_their_prompt_count(tmp_path, curves, pair_s, lone_s):
     # lone prompts: 10 ms per 100 tokens; batches: 100×2 → 30 ms, 100×4 → 50 ms (pooled: 25, 45 ms)
     rows = [(100, 1, 10), (200, 1, 20), (400, 1, 40), (100, 2, 30), (100, 4, 50)]
     profile = tmp_path / "p.csv"
-    profile.write_text("model,hardware,prompt_size,batch_size,token_size,prompt_time,token_time,"
-                       "tensor_parallel\n"
-                       + "".join(f"llama2-70b,a100-80gb,{p},{b},128,{ms},20,8\n" for p, b, ms in rows))
-    wl = Workload(arrival_s=np.array([0.0, 0.0, 0.0, 10.0]), prompt_tokens=np.array([100, 100, 100, 300]),
-                  output_tokens=np.ones(4, int))
-    sc = Scenario(workload=wl, model=get_model("llama2-70b"), perf=str(profile),
-                  sim=SimConfig(profile_prompt_curves=curves))
+    profile.write_text(
+        "model,hardware,prompt_size,batch_size,token_size,prompt_time,token_time,"
+        "tensor_parallel\n" + "".join(f"llama2-70b,a100-80gb,{p},{b},128,{ms},20,8\n" for p, b, ms in rows)
+    )
+    wl = Workload(
+        arrival_s=np.array([0.0, 0.0, 0.0, 10.0]),
+        prompt_tokens=np.array([100, 100, 100, 300]),
+        output_tokens=np.ones(4, int),
+    )
+    sc = Scenario(
+        workload=wl,
+        model=get_model("llama2-70b"),
+        perf=str(profile),
+        sim=SimConfig(profile_prompt_curves=curves),
+    )
     res = simulate_des(ClusterConfig.baseline(get_design("baseline-a100"), 1), sc)
     # the first prompt starts alone (10 ms), the two that queued behind it share one 200-token
     # iteration, the last runs alone on 300 tokens

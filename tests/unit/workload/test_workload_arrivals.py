@@ -56,15 +56,18 @@ def test_replay_rescale_and_truncate() -> None:
         replay_arrivals([3.0, 3.0], rate_rps=1.0)
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"rate_rps": 0.0, "duration_s": 1.0},
-    {"rate_rps": -1.0, "duration_s": 1.0},
-    {"rate_rps": float("nan"), "duration_s": 1.0},
-    {"rate_rps": 1.0, "duration_s": 0.0},
-    {"rate_rps": 1.0},
-    {"rate_rps": 1.0, "requests": 0},
-    {"rate_rps": 1e9, "duration_s": 1e9},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"rate_rps": 0.0, "duration_s": 1.0},
+        {"rate_rps": -1.0, "duration_s": 1.0},
+        {"rate_rps": float("nan"), "duration_s": 1.0},
+        {"rate_rps": 1.0, "duration_s": 0.0},
+        {"rate_rps": 1.0},
+        {"rate_rps": 1.0, "requests": 0},
+        {"rate_rps": 1e9, "duration_s": 1e9},
+    ],
+)
 def test_validation(kwargs: dict) -> None:
     rate = kwargs.pop("rate_rps")
     with pytest.raises(InputError):

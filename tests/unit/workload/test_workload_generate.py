@@ -31,8 +31,11 @@ def test_acceptance_coding_70rps_120s(azure_dir: Path) -> None:
 def test_bit_identical_across_runs() -> None:
     a = make_workload("conversation", rate_rps=20, duration_s=30, arrival="gamma", cv=3.0, seed=9)
     b = make_workload("conversation", rate_rps=20, duration_s=30, arrival="gamma", cv=3.0, seed=9)
-    for x, y in ((a.arrival_s, b.arrival_s), (a.prompt_tokens, b.prompt_tokens),
-                 (a.output_tokens, b.output_tokens)):
+    for x, y in (
+        (a.arrival_s, b.arrival_s),
+        (a.prompt_tokens, b.prompt_tokens),
+        (a.output_tokens, b.output_tokens),
+    ):
         assert x.tobytes() == y.tobytes()
     assert a.name == "conversation@20rps/30s+gamma(cv=3)"
     c = make_workload("conversation", rate_rps=20, duration_s=30, arrival="gamma", cv=3.0, seed=10)
@@ -46,8 +49,12 @@ def test_request_count() -> None:
 
 
 def _small_trace(tmp_path: Path) -> Path:
-    wl = Workload(arrival_s=np.arange(100) * 0.5, prompt_tokens=np.arange(1, 101),
-                  output_tokens=np.arange(1, 101) * 2, name="s")
+    wl = Workload(
+        arrival_s=np.arange(100) * 0.5,
+        prompt_tokens=np.arange(1, 101),
+        output_tokens=np.arange(1, 101) * 2,
+        name="s",
+    )
     p = tmp_path / "small.csv"
     write_trace(wl, p)
     return p
@@ -84,20 +91,23 @@ def test_sample_requests(tmp_path: Path) -> None:
     np.testing.assert_array_equal(to, 2 * tp)
 
 
-@pytest.mark.parametrize(("source", "kwargs", "fragment"), [
-    ("coding", {"rate_rps": 0, "duration_s": 10}, "rate_rps"),
-    ("coding", {"rate_rps": 10, "duration_s": -1}, "duration_s"),
-    ("coding", {"rate_rps": 10}, "duration"),
-    ("coding", {"duration_s": 10}, "rate"),
-    ("coding", {"rate_rps": 10, "duration_s": 10, "arrival": "uniform"}, "arrival"),
-    ("coding", {"rate_rps": 10, "duration_s": 10, "arrival": "gamma", "cv": 0}, "cv"),
-    ("coding", {"rate_rps": 10, "duration_s": 10, "cv": 2.0}, "cv"),
-    ("coding", {"rate_rps": 10, "duration_s": 10, "arrival": "replay"}, "replay"),
-    ("coding", {"rate_rps": 10, "duration_s": 10, "seed": -1}, "seed"),
-    ("coding", {"rate_rps": 10, "requests": 0}, "requests"),
-    ("coding", {"rate_rps": 0.001, "duration_s": 0.001}, "no request"),
-    ("nonexistent-preset", {"rate_rps": 10, "duration_s": 10}, "unknown workload"),
-])
+@pytest.mark.parametrize(
+    ("source", "kwargs", "fragment"),
+    [
+        ("coding", {"rate_rps": 0, "duration_s": 10}, "rate_rps"),
+        ("coding", {"rate_rps": 10, "duration_s": -1}, "duration_s"),
+        ("coding", {"rate_rps": 10}, "duration"),
+        ("coding", {"duration_s": 10}, "rate"),
+        ("coding", {"rate_rps": 10, "duration_s": 10, "arrival": "uniform"}, "arrival"),
+        ("coding", {"rate_rps": 10, "duration_s": 10, "arrival": "gamma", "cv": 0}, "cv"),
+        ("coding", {"rate_rps": 10, "duration_s": 10, "cv": 2.0}, "cv"),
+        ("coding", {"rate_rps": 10, "duration_s": 10, "arrival": "replay"}, "replay"),
+        ("coding", {"rate_rps": 10, "duration_s": 10, "seed": -1}, "seed"),
+        ("coding", {"rate_rps": 10, "requests": 0}, "requests"),
+        ("coding", {"rate_rps": 0.001, "duration_s": 0.001}, "no request"),
+        ("nonexistent-preset", {"rate_rps": 10, "duration_s": 10}, "unknown workload"),
+    ],
+)
 def test_make_workload_validation(source: str, kwargs: dict, fragment: str) -> None:
     with pytest.raises(InputError, match=fragment):
         make_workload(source, **kwargs)

@@ -42,8 +42,10 @@ def test_sampling_matches_recorded_trace_quantiles(name: str) -> None:
             assert abs(got / want - 1) <= 0.02, (name, n, col, q, got, want)
 
 
-@pytest.mark.parametrize(("name", "fname"), [("coding", "AzureLLMInferenceTrace_code.csv"),
-                                            ("conversation", "AzureLLMInferenceTrace_conv.csv")])
+@pytest.mark.parametrize(
+    ("name", "fname"),
+    [("coding", "AzureLLMInferenceTrace_code.csv"), ("conversation", "AzureLLMInferenceTrace_conv.csv")],
+)
 def test_sampling_matches_azure_trace(azure_dir: Path, name: str, fname: str) -> None:
     wl = read_trace(azure_dir / fname)
     p, o = get_preset(name).sample_sizes(100_000, np.random.default_rng(2))
@@ -64,10 +66,16 @@ def test_correlation_is_reproduced_when_strong() -> None:
     from splitplan.workload.presets import Preset
 
     doc = tomllib.loads(build_preset_toml("synthetic", prompt, output, "synthetic"))
-    pre = Preset(name="synthetic", probabilities=np.array(doc["quantiles"]["probability"]),
-                 prompt_quantiles=np.array(doc["quantiles"]["prompt_tokens"]),
-                 output_quantiles=np.array(doc["quantiles"]["output_tokens"]),
-                 copula_rho=doc["copula_rho"], source_rows=doc["source_rows"], source="x", attribution="x")
+    pre = Preset(
+        name="synthetic",
+        probabilities=np.array(doc["quantiles"]["probability"]),
+        prompt_quantiles=np.array(doc["quantiles"]["prompt_tokens"]),
+        output_quantiles=np.array(doc["quantiles"]["output_tokens"]),
+        copula_rho=doc["copula_rho"],
+        source_rows=doc["source_rows"],
+        source="x",
+        attribution="x",
+    )
     p, o = pre.sample_sizes(50_000, np.random.default_rng(1))
     assert abs(spearmanr(p, o)[0] - spearmanr(prompt, output)[0]) < 0.02
 

@@ -32,8 +32,11 @@ def test_reference_format(tmp_path: Path) -> None:
 
 
 def test_azure_format_relative_seconds(tmp_path: Path) -> None:
-    p = _write(tmp_path, f"{AZ_HEADER}\n2023-11-16 18:17:03.9799600,4808,10\n"
-                         "2023-11-16 18:17:04.0319600,3180,8\n2023-11-16 18:18:04,5,1\n")
+    p = _write(
+        tmp_path,
+        f"{AZ_HEADER}\n2023-11-16 18:17:03.9799600,4808,10\n"
+        "2023-11-16 18:17:04.0319600,3180,8\n2023-11-16 18:18:04,5,1\n",
+    )
     wl = read_trace(p)
     np.testing.assert_allclose(wl.arrival_s, [0.0, 0.052, 60.02004], atol=1e-9)
     np.testing.assert_array_equal(wl.prompt_tokens, [4808, 3180, 5])
@@ -41,23 +44,29 @@ def test_azure_format_relative_seconds(tmp_path: Path) -> None:
 
 
 def test_column_order_free_and_blank_lines(tmp_path: Path) -> None:
-    p = _write(tmp_path, "GeneratedTokens,TIMESTAMP,ContextTokens\r\n7,2023-01-01 00:00:00,9\r\n\r\n"
-                         "8,2023-01-01 00:00:01.5,10\r\n")
+    p = _write(
+        tmp_path,
+        "GeneratedTokens,TIMESTAMP,ContextTokens\r\n7,2023-01-01 00:00:00,9\r\n\r\n"
+        "8,2023-01-01 00:00:01.5,10\r\n",
+    )
     wl = read_trace(p)
     np.testing.assert_array_equal(wl.output_tokens, [7, 8])
     np.testing.assert_array_equal(wl.arrival_s, [0.0, 1.5])
 
 
-@pytest.mark.parametrize(("row", "line", "fragment"), [
-    ("2,2,0,x,1,5,6", 4, "arrival_timestamp is not a non-negative number"),
-    ("2,2,0,1.0,1,-5,6", 4, "prompt_size must be ≥ 1, got -5"),
-    ("2,2,0,1.0,1,5,0", 4, "token_size must be ≥ 1, got 0"),
-    ("2,2,0,1.0,1,5,6.5", 4, "token_size is not an integer"),
-    ("2,2,0,1.0,1,,6", 4, "prompt_size is empty"),
-    ("2,2,0", 4, "expected 7 columns, found 3"),
-    ("2,2,0,0.1,1,5,6", 4, "arrival_timestamp goes backwards"),
-    ("2,2,0,inf,1,5,6", 4, "arrival_timestamp"),
-])
+@pytest.mark.parametrize(
+    ("row", "line", "fragment"),
+    [
+        ("2,2,0,x,1,5,6", 4, "arrival_timestamp is not a non-negative number"),
+        ("2,2,0,1.0,1,-5,6", 4, "prompt_size must be ≥ 1, got -5"),
+        ("2,2,0,1.0,1,5,0", 4, "token_size must be ≥ 1, got 0"),
+        ("2,2,0,1.0,1,5,6.5", 4, "token_size is not an integer"),
+        ("2,2,0,1.0,1,,6", 4, "prompt_size is empty"),
+        ("2,2,0", 4, "expected 7 columns, found 3"),
+        ("2,2,0,0.1,1,5,6", 4, "arrival_timestamp goes backwards"),
+        ("2,2,0,inf,1,5,6", 4, "arrival_timestamp"),
+    ],
+)
 def test_reference_bad_rows_named_by_line(tmp_path: Path, row: str, line: int, fragment: str) -> None:
     p = _write(tmp_path, f"{REF_HEADER}\n0,2,0,0.5,1,10,3\n1,2,0,0.75,1,20,4\n{row}\n3,2,0,2.0,1,5,5\n")
     with pytest.raises(InputError) as exc:
@@ -72,14 +81,17 @@ def test_reference_bad_rows_named_by_line(tmp_path: Path, row: str, line: int, f
     assert [b.line for b in read.bad_rows] == [line]
 
 
-@pytest.mark.parametrize(("row", "fragment"), [
-    ("2023-13-01 00:00:00,5,6", "TIMESTAMP is not a date-time"),
-    ("yesterday,5,6", "TIMESTAMP is not a date-time"),
-    ("2023-01-01 00:00:00,5,6", "TIMESTAMP goes backwards"),
-    ("2023-01-02 00:00:00,0,6", "ContextTokens must be ≥ 1"),
-    ("2023-01-02 00:00:00,5,-1", "GeneratedTokens must be ≥ 1"),
-    ("2023-01-02 00:00:00,5,abc", "GeneratedTokens is not an integer"),
-])
+@pytest.mark.parametrize(
+    ("row", "fragment"),
+    [
+        ("2023-13-01 00:00:00,5,6", "TIMESTAMP is not a date-time"),
+        ("yesterday,5,6", "TIMESTAMP is not a date-time"),
+        ("2023-01-01 00:00:00,5,6", "TIMESTAMP goes backwards"),
+        ("2023-01-02 00:00:00,0,6", "ContextTokens must be ≥ 1"),
+        ("2023-01-02 00:00:00,5,-1", "GeneratedTokens must be ≥ 1"),
+        ("2023-01-02 00:00:00,5,abc", "GeneratedTokens is not an integer"),
+    ],
+)
 def test_azure_bad_rows(tmp_path: Path, row: str, fragment: str) -> None:
     p = _write(tmp_path, f"{AZ_HEADER}\n2023-01-01 12:00:00,1,1\n{row}\n2023-01-03 00:00:00,2,2\n")
     with pytest.raises(InputError, match=fragment) as exc:
@@ -102,13 +114,16 @@ def test_many_bad_rows_summarised_in_one_line(tmp_path: Path) -> None:
     assert read.workload.meta["skipped_rows"] == "10"
 
 
-@pytest.mark.parametrize(("text", "fragment"), [
-    ("", "empty file"),
-    ("a,b,c\n1,2,3\n", "unrecognised header"),
-    ("TIMESTAMP,ContextTokens\n2023-01-01 00:00:00,5\n", "missing column GeneratedTokens"),
-    (f"{REF_HEADER}\n", "no valid requests"),
-    ("prompt_size,prompt_size\n1,2\n", "duplicate column"),
-])
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("", "empty file"),
+        ("a,b,c\n1,2,3\n", "unrecognised header"),
+        ("TIMESTAMP,ContextTokens\n2023-01-01 00:00:00,5\n", "missing column GeneratedTokens"),
+        (f"{REF_HEADER}\n", "no valid requests"),
+        ("prompt_size,prompt_size\n1,2\n", "duplicate column"),
+    ],
+)
 def test_file_level_errors(tmp_path: Path, text: str, fragment: str) -> None:
     with pytest.raises(InputError, match=fragment):
         read_trace(_write(tmp_path, text))
@@ -124,8 +139,12 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_write_read_round_trip(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     t = np.cumsum(rng.exponential(0.01, 1000))
-    wl = Workload(arrival_s=t, prompt_tokens=rng.integers(1, 9000, 1000),
-                  output_tokens=rng.integers(1, 2000, 1000), name="x")
+    wl = Workload(
+        arrival_s=t,
+        prompt_tokens=rng.integers(1, 9000, 1000),
+        output_tokens=rng.integers(1, 2000, 1000),
+        name="x",
+    )
     out = tmp_path / "rt.csv"
     write_trace(wl, out)
     assert out.read_text().splitlines()[0] == ",".join(REFERENCE_COLUMNS)
@@ -154,8 +173,9 @@ def test_shared_azure_traces(azure_dir: Path) -> None:
 
 
 @pytest.mark.parametrize("fname", ["AzureLLMInferenceTrace_conv.csv", "rr_code_70_2min.csv"])
-def test_row_by_row_path_agrees_with_fast_path(tmp_path: Path, azure_dir: Path, reference_dir: Path,
-                                               fname: str) -> None:
+def test_row_by_row_path_agrees_with_fast_path(
+    tmp_path: Path, azure_dir: Path, reference_dir: Path, fname: str
+) -> None:
     """A single bad row sends the file through the validating path; the good rows must not change."""
     src = azure_dir / fname if fname.startswith("Azure") else reference_dir / "traces" / fname
     clean = read_trace(src)

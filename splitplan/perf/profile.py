@@ -14,7 +14,7 @@ rows measured with batch_size = 1, a batch of several prompts on the rows with b
 Below the first batched point the batched curve is the single-prompt curve scaled to meet it,
 rather than a steep linear extrapolation towards zero. Mixed iterations keep the reference's rule
 on the pooled curve: the table measures none, so there is nothing to split them by. A table
-without rows of one kind falls back to the pooled curve.
+without two distinct batch-token values on each side falls back to the pooled curve.
 """
 
 from __future__ import annotations
@@ -201,7 +201,8 @@ class ProfilePerfModel:
         self._ty = ty * token_scale
         self._single = self._batched = self._pooled
         lone = rows.batch_size == 1
-        if prompt_curves == "by-count" and lone.any() and not lone.all():
+        # each curve needs two batch-token points to interpolate; otherwise the pooled one serves
+        if prompt_curves == "by-count" and all(len(np.unique(batch_tokens[m])) >= 2 for m in (lone, ~lone)):
             self._single = median_curve(batch_tokens[lone], rows.prompt_time_s[lone] * prompt_scale)
             self._batched = median_curve(batch_tokens[~lone], rows.prompt_time_s[~lone] * prompt_scale)
 

@@ -100,11 +100,25 @@ def test_by_count_times_a_lone_prompt_and_a_batch_on_their_own_rows(by_count_tab
     assert pooled.mixed_time_s(400, 0.0) == pytest.approx(0.0495)
 
 
-def test_by_count_falls_back_to_pooled_without_batched_rows(table) -> None:
-    h100_by_count = ProfilePerfModel(table, LLAMA, H100)
+def test_by_count_falls_back_to_pooled_without_two_points_per_curve(table, tmp_path) -> None:
+    h100_by_count = ProfilePerfModel(table, LLAMA, H100)  # no batched rows
     h100_pooled = ProfilePerfModel(table, LLAMA, H100, "pooled")
     x = np.array([50.0, 150.0, 300.0])
     np.testing.assert_allclose(h100_by_count.prompt_time_s(x, 3), h100_pooled.prompt_time_s(x))
+    one_batched = read_profile(
+        write(
+            tmp_path,
+            [
+                "llama2-70b,a100-80gb,100,1,128,10,20,8",
+                "llama2-70b,a100-80gb,400,1,128,40,50,8",
+                "llama2-70b,a100-80gb,100,2,128,30,30,8",
+            ],
+            "one_batched.csv",
+        )
+    )
+    by_count = ProfilePerfModel(one_batched, LLAMA, A100)
+    pooled = ProfilePerfModel(one_batched, LLAMA, A100, "pooled")
+    np.testing.assert_allclose(by_count.prompt_time_s(x, 2), pooled.prompt_time_s(x))
     with pytest.raises(InputError, match="prompt_curves"):
         ProfilePerfModel(table, LLAMA, A100, "per-row")
 

@@ -25,7 +25,7 @@ import numpy as np
 from splitplan.design import Design
 from splitplan.search.grid import decide_points
 from splitplan.search.problem import DesignSpace
-from splitplan.search.result import DesignResult, empty_result, point_record, result_from_record
+from splitplan.search.result import DesignResult, des_record, empty_result, point_record, result_from_record
 from splitplan.search.throughput import analytic_rates, bisect_many
 
 if TYPE_CHECKING:
@@ -320,19 +320,7 @@ def optuna_space(ctx: _Ctx, space: DesignSpace) -> tuple[DesignResult, list[dict
         for (d, p, t, _v), (per, _fresh) in zip(cands, outs, strict=True):
             f, dec, probes = per[0]
             for fp, dp in sorted(probes.items()):
-                rec = point_record(
-                    space=space.name,
-                    design=d,
-                    prompt=p,
-                    token=t,
-                    rate_rps=fp * pb.rate_rps,
-                    within_budget=True,
-                    des_margin=dp.margin,
-                    meets=dp.meets,
-                    decided_by="des",
-                    binding=dp.binding,
-                    slowdown=dp.slowdown,
-                )
+                rec = des_record(space.name, d, p, t, fp * pb.rate_rps, dp)
                 records.append(rec)
                 if f > 0 and fp == f and dec is not None:
                     key = (f, -float(rec["cost_usd_per_h"]))  # type: ignore[arg-type]
@@ -345,19 +333,7 @@ def optuna_space(ctx: _Ctx, space: DesignSpace) -> tuple[DesignResult, list[dict
             outs = ctx.map(_call, tasks, lambda res: res[1])
             for (d, p, t, _v), (seen_pts, _fresh) in zip(group, outs, strict=True):
                 dec = seen_pts[(p, t)]
-                rec = point_record(
-                    space=space.name,
-                    design=d,
-                    prompt=p,
-                    token=t,
-                    rate_rps=pb.rate_rps,
-                    within_budget=True,
-                    des_margin=dec.margin,
-                    meets=dec.meets,
-                    decided_by="des",
-                    binding=dec.binding,
-                    slowdown=dec.slowdown,
-                )
+                rec = des_record(space.name, d, p, t, pb.rate_rps, dec)
                 records.append(rec)
                 if dec.meets and chosen is None:
                     chosen, chosen_cfg = rec, (d, p, t)
@@ -414,19 +390,7 @@ def _escalate(
         seen_pts, fresh = decide_points(ctx.cached(space.name), design, [(pp, tt)], 1.0)
         ctx.absorb(fresh)
         dec = seen_pts[(pp, tt)]
-        rec = point_record(
-            space=space.name,
-            design=design,
-            prompt=pp,
-            token=tt,
-            rate_rps=pb.rate_rps,
-            within_budget=True,
-            des_margin=dec.margin,
-            meets=dec.meets,
-            decided_by="des",
-            binding=dec.binding,
-            slowdown=dec.slowdown,
-        )
+        rec = des_record(space.name, design, pp, tt, pb.rate_rps, dec)
         records.append(rec)
         if dec.meets:
             return rec, (design, pp, tt)
@@ -479,19 +443,7 @@ def _polish(
             seen_pts, fresh = decide_points(ctx.cached(space.name), design, [(pp, tt)], 1.0)
             ctx.absorb(fresh)
             dec = seen_pts[(pp, tt)]
-            r = point_record(
-                space=space.name,
-                design=design,
-                prompt=pp,
-                token=tt,
-                rate_rps=pb.rate_rps,
-                within_budget=True,
-                des_margin=dec.margin,
-                meets=dec.meets,
-                decided_by="des",
-                binding=dec.binding,
-                slowdown=dec.slowdown,
-            )
+            r = des_record(space.name, design, pp, tt, pb.rate_rps, dec)
             r["within_budget"] = pb.within_budget(obj_cost(pp, tt), obj_power(pp, tt))
             records.append(r)
             if dec.meets and r["within_budget"]:

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from splitplan.design import Design
 from splitplan.slo import SLO_KEYS
+
+if TYPE_CHECKING:
+    from splitplan.search.evaluate import Decision
 
 DecidedBy = str  # "des" | "analytic" | "dominance"
 
@@ -33,6 +37,25 @@ POINT_KEYS: tuple[str, ...] = (
     "decided_by",
     "binding_slo",
 )
+
+
+def des_record(
+    space: str, design: Design, prompt: int, token: int, rate_rps: float, decision: Decision
+) -> dict[str, object]:
+    """The record of an in-budget point the DES decided."""
+    return point_record(
+        space=space,
+        design=design,
+        prompt=prompt,
+        token=token,
+        rate_rps=rate_rps,
+        within_budget=True,
+        des_margin=decision.margin,
+        meets=decision.meets,
+        decided_by="des",
+        binding=decision.binding,
+        slowdown=decision.slowdown,
+    )
 
 
 def point_record(

@@ -37,6 +37,7 @@ from splitplan.search.problem import DesignSpace, SearchProblem
 from splitplan.search.result import (
     DesignResult,
     SearchOutcome,
+    des_record,
     empty_result,
     point_record,
     result_from_record,
@@ -418,19 +419,7 @@ def _throughput_grid(
             if (space.name, s) in des_rate:
                 f, _d, probes = des_rate[(space.name, s)]
                 for fp, dp in sorted(probes.items()):
-                    rec = point_record(
-                        space=space.name,
-                        design=design,
-                        prompt=s[0],
-                        token=s[1],
-                        rate_rps=fp * pb.rate_rps,
-                        within_budget=True,
-                        des_margin=dp.margin,
-                        meets=dp.meets,
-                        decided_by="des",
-                        binding=dp.binding,
-                        slowdown=dp.slowdown,
-                    )
+                    rec = des_record(space.name, design, s[0], s[1], fp * pb.rate_rps, dp)
                     recs.append(rec)
                     if f > 0 and fp == f:
                         key = (f, -float(rec["cost_usd_per_h"]), -float(rec["power_kw"]))  # type: ignore[arg-type]

@@ -106,7 +106,7 @@ def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
 
     kernel = _kernel()
     start = time.perf_counter()
-    (status, ttft, e2e, pstart, pm, tm, preempt, busy, iters, batch_time, pool_moves, events, t_end) = kernel(
+    raw = kernel(
         wl.arrival_s,
         p,
         otok,
@@ -135,25 +135,7 @@ def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
         bool(sim.prompt_reserves_decode_kv),
     )
     wall = time.perf_counter() - start
-    return _result(
-        config,
-        scenario,
-        status,
-        ttft,
-        e2e,
-        pstart,
-        pm,
-        tm,
-        preempt,
-        busy,
-        iters,
-        batch_time,
-        pool_moves,
-        events,
-        t_end,
-        cls,
-        wall,
-    )
+    return _result(config, scenario, raw, cls, wall)
 
 
 @cache
@@ -197,25 +179,9 @@ def _kernel():
     return simulate_kernel
 
 
-def _result(
-    config,
-    scenario,
-    status,
-    ttft,
-    e2e,
-    pstart,
-    pm,
-    tm,
-    preempt,
-    busy,
-    iters,
-    batch_time,
-    pool_moves,
-    events,
-    t_end,
-    cls,
-    wall,
-) -> SimResult:
+def _result(config, scenario, raw, cls, wall) -> SimResult:
+    """The kernel's raw output (`raw`, in the order simulate_kernel returns it) as a SimResult."""
+    (status, ttft, e2e, pstart, pm, tm, preempt, busy, iters, batch_time, pool_moves, events, t_end) = raw
     wl = scenario.workload
     o = wl.output_tokens.astype(np.float64)
     tbt = (e2e - ttft) / o

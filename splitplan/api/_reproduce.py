@@ -24,7 +24,7 @@ from splitplan.api._search import SearchRequest, search
 from splitplan.api._simulate import WorkloadRequest, build_scenario
 from splitplan.design import ClusterConfig, get_design
 from splitplan.errors import InputError
-from splitplan.search import SearchOutcome
+from splitplan.search import DesignResult, SearchOutcome
 from splitplan.sim.config import shared_dir
 from splitplan.sim.des import simulate_des
 from splitplan.workload import Workload
@@ -422,28 +422,20 @@ class _Run:
             return
         self.say(f"iso-throughput at {target:.1f} req/s ({self.model}, {self.assume})")
         wide = f"1:{ISO_THROUGHPUT_MAX_MACHINES}"
-        pw = {
-            r.design: r
-            for r in self.search(
+
+        def best(objective: str, designs: tuple[str, str]) -> dict[str, DesignResult]:
+            out = self.search(
                 "conversation",
                 rate_rps=target,
-                objective="power",
-                designs=("baseline-h100", "splitwise-hhcap"),
+                objective=objective,
+                designs=designs,
                 prompt_range=wide,
                 token_range=wide,
-            ).results
-        }
-        co = {
-            r.design: r
-            for r in self.search(
-                "conversation",
-                rate_rps=target,
-                objective="cost",
-                designs=("baseline-h100", "splitwise-aa"),
-                prompt_range=wide,
-                token_range=wide,
-            ).results
-        }
+            )
+            return {r.design: r for r in out.results}
+
+        pw = best("power", ("baseline-h100", "splitwise-hhcap"))
+        co = best("cost", ("baseline-h100", "splitwise-aa"))
         bh_p, cap = pw["baseline-h100"], pw["splitwise-hhcap"]
         bh_c, aa = co["baseline-h100"], co["splitwise-aa"]
         self.add(

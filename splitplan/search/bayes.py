@@ -24,7 +24,7 @@ import numpy as np
 
 from splitplan.design import Design
 from splitplan.search.grid import decide_points
-from splitplan.search.problem import DesignSpace
+from splitplan.search.problem import DesignSpace, PoolSpace
 from splitplan.search.result import DesignResult, des_record, empty_result, point_record, result_from_record
 from splitplan.search.throughput import analytic_rates, bisect_many
 
@@ -55,33 +55,22 @@ def _study_name(ctx: _Ctx, space: DesignSpace) -> str:
     return f"splitplan-{ctx.store.fingerprint}-{space.name}-{h}"
 
 
+def _suggest_pool(
+    trial: Any, which: str, pool: PoolSpace, machines: tuple[int, int]
+) -> tuple[str, float, int]:
+    """One pool's GPU, power cap and machine count; a fixed dimension is not asked of the trial."""
+    gpu = trial.suggest_categorical(f"{which}_gpu", list(pool.gpus)) if len(pool.gpus) > 1 else pool.gpus[0]
+    lo, hi = pool.power_cap
+    cap = trial.suggest_float(f"{which}_power_cap", lo, hi) if lo < hi else lo
+    n = trial.suggest_int(f"{which}_machines", *machines) if machines[0] < machines[1] else machines[0]
+    return gpu, cap, n
+
+
 def _suggest(trial: Any, space: DesignSpace) -> tuple[Design, int, int]:
-    pg = (
-        trial.suggest_categorical("prompt_gpu", list(space.prompt.gpus))
-        if len(space.prompt.gpus) > 1
-        else space.prompt.gpus[0]
-    )
-    lo, hi = space.prompt.power_cap
-    pc = trial.suggest_float("prompt_power_cap", lo, hi) if lo < hi else lo
-    p = (
-        trial.suggest_int("prompt_machines", *space.prompt_range)
-        if space.prompt_range[0] < space.prompt_range[1]
-        else space.prompt_range[0]
-    )
+    pg, pc, p = _suggest_pool(trial, "prompt", space.prompt, space.prompt_range)
     if space.baseline:
         return space.design(pg, pg, pc, pc), p, 0
-    tg = (
-        trial.suggest_categorical("token_gpu", list(space.token.gpus))
-        if len(space.token.gpus) > 1
-        else space.token.gpus[0]
-    )
-    lo, hi = space.token.power_cap
-    tc = trial.suggest_float("token_power_cap", lo, hi) if lo < hi else lo
-    t = (
-        trial.suggest_int("token_machines", *space.token_range)
-        if space.token_range[0] < space.token_range[1]
-        else space.token_range[0]
-    )
+    tg, tc, t = _suggest_pool(trial, "token", space.token, space.token_range)
     return space.design(pg, tg, pc, tc), p, t
 
 

@@ -360,6 +360,30 @@ def _match(arr: object, regex: str) -> npt.NDArray[np.bool_]:
     return np.asarray(pc.match_substring_regex(arr, regex).to_numpy(zero_copy_only=False), dtype=bool)
 
 
+def _note_unparsed(
+    arr: object,
+    good: npt.NDArray[np.bool_],
+    lines: npt.NDArray[np.int64],
+    ok: npt.NDArray[np.bool_],
+    bad: dict[int, BadRow],
+    shown: str,
+    name: str,
+    expected: str,
+) -> None:
+    """Record the cells `good` rejects: "<name> is empty", else "<name> is not <expected>: <cell>"."""
+    values = _Values(arr)
+    _note(
+        bad,
+        ok,
+        lines,
+        ~good,
+        shown,
+        lambda i: (
+            f"{name} is empty" if not values[i].strip() else f"{name} is not {expected}: {_show(values[i])}"
+        ),
+    )
+
+
 def _ints(
     arr: object,
     lines: npt.NDArray[np.int64],
@@ -417,19 +441,7 @@ def _floats(
         out = _cast_subset(arr, good, pa.float64(), np.float64)
     finite = np.isfinite(out)
     if not good.all():
-        values = _Values(arr)
-        _note(
-            bad,
-            ok,
-            lines,
-            ~good,
-            shown,
-            lambda i: (
-                f"{name} is empty"
-                if not values[i].strip()
-                else f"{name} is not a non-negative number: {_show(values[i])}"
-            ),
-        )
+        _note_unparsed(arr, good, lines, ok, bad, shown, name, "a non-negative number")
     if not finite.all():
         _note(bad, ok, lines, good & ~finite, shown, lambda i: f"{name} is not finite")
     out[~(good & finite)] = np.nan
@@ -469,19 +481,7 @@ def _datetime_seconds(
                 except (pa.ArrowException, ValueError):
                     good[j] = False
     if not good.all():
-        values = _Values(arr)
-        _note(
-            bad,
-            ok,
-            lines,
-            ~good,
-            shown,
-            lambda i: (
-                f"{name} is empty"
-                if not values[i].strip()
-                else f"{name} is not a date-time (YYYY-MM-DD HH:MM:SS[.fff]): {_show(values[i])}"
-            ),
-        )
+        _note_unparsed(arr, good, lines, ok, bad, shown, name, "a date-time (YYYY-MM-DD HH:MM:SS[.fff])")
     base = ns[idx[0]] if len(idx) else 0
     out = (ns - base).astype(np.float64) / 1e9
     out[~good] = np.nan

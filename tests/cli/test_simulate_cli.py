@@ -116,9 +116,21 @@ def test_bad_input_is_one_line_exit_2(capsys, args, needle):
     assert "Traceback" not in err
 
 
-def test_bad_slo_and_config_files(tmp_path, capsys):
-    slo = tmp_path / "slo.toml"
-    slo.write_text('[slowdown]\nttft_p50 = "fast"\n')
+@pytest.mark.parametrize(
+    ("option", "body", "needle"),
+    [
+        ("--slo", '[slowdown]\nttft_p50 = "fast"\n', "ttft_p50 must be a number"),
+        ("--config", "max_batch_size = 0\n", "max_batch_size"),
+        (
+            "--config",
+            'profile_prompt_curves = "median"\n',
+            "profile_prompt_curves must be by-count or pooled",
+        ),
+    ],
+)
+def test_bad_slo_and_config_files(tmp_path, capsys, option, body, needle):
+    f = tmp_path / "file.toml"
+    f.write_text(body)
     code, _, err = run(
         capsys,
         "simulate",
@@ -128,34 +140,12 @@ def test_bad_slo_and_config_files(tmp_path, capsys):
         "2",
         "--token",
         "1",
-        "--slo",
-        str(slo),
+        option,
+        str(f),
         *SMALL,
     )
     assert code == 2
-    assert "ttft_p50 must be a number" in err
-    assert len(err.strip().splitlines()) == 1
-    cfg = tmp_path / "cfg.toml"
-    cfg.write_text("max_batch_size = 0\n")
-    code, _, err = run(
-        capsys,
-        "simulate",
-        "--design",
-        "splitwise-hh",
-        "--prompt",
-        "2",
-        "--token",
-        "1",
-        "--config",
-        str(cfg),
-        *SMALL,
-    )
-    assert code == 2
-    assert "max_batch_size" in err
-    cfg.write_text('profile_prompt_curves = "median"\n')
-    code, _, err = run(capsys, "simulate", "--prompt", "2", "--token", "1", "--config", str(cfg), *SMALL)
-    assert code == 2
-    assert "profile_prompt_curves must be by-count or pooled" in err
+    assert needle in err
     assert len(err.strip().splitlines()) == 1
 
 

@@ -82,21 +82,13 @@ def _baseline_point(design_name: str, preset: str, machines: int) -> tuple:
     return (design_name, preset, machines, r.meets_slo, r.stable, [r.slowdown[k] for k in SLO_KEYS])
 
 
-def regenerate_baselines(jobs: int, machines: int = BASELINE_MACHINES) -> Path:
-    """Every baseline size 1..machines for both baselines and presets, in one file."""
-    from joblib import Parallel, delayed
-
+def _meta(**specific: object) -> dict[str, object]:
+    """What a stored file was made from: the case-specific keys, then the common ones."""
     from splitplan._version import __version__
     from splitplan.slo import SLO_KEYS
 
-    t0 = time.perf_counter()
-    tasks = [(d, p, n) for d in BASELINES for p in PRESETS for n in range(1, machines + 1)]
-    # largest clusters first: they take longest, so the pool stays balanced
-    rows = Parallel(n_jobs=jobs)(delayed(_baseline_point)(d, p, n) for d, p, n in tasks[::-1])[::-1]
-    meta = {
-        "designs": list(BASELINES),
-        "presets": list(PRESETS),
-        "machines": machines,
+    return {
+        **specific,
         "model": MODEL,
         "rate_rps": RATE_RPS,
         "duration_s": DURATION_S,
@@ -104,68 +96,67 @@ def regenerate_baselines(jobs: int, machines: int = BASELINE_MACHINES) -> Path:
         "perf": "analytic",
         "splitplan": __version__,
         "slo_keys": list(SLO_KEYS),
-        "perf_fingerprint": {f"{d}_{p}": perf_fingerprint(d, p) for d in BASELINES for p in PRESETS},
-        "regenerate": "python tests/golden/regen_des_grids.py --only baselines",
     }
-    path = OUT / "baselines.npz"
-    np.savez_compressed(
-        path,
-        design=np.array([r[0] for r in rows]),
-        preset=np.array([r[1] for r in rows]),
-        machines=np.array([r[2] for r in rows], dtype=np.int16),
-        meets=np.array([r[3] for r in rows], dtype=bool),
-        stable=np.array([r[4] for r in rows], dtype=bool),
-        slowdown=np.array([r[5] for r in rows], dtype=np.float32),
-        meta=np.array(json.dumps(meta)),
-    )
+
+
+def _save(path: Path, columns: dict[str, np.ndarray], meta: dict[str, object], t0: float) -> Path:
+    np.savez_compressed(path, **columns, meta=np.array(json.dumps(meta)))
     print(
-        f"{path.name}: {len(rows)} points in {time.perf_counter() - t0:.0f} s, "
-        f"{int(sum(r[3] for r in rows))} meet the SLOs",
+        f"{path.name}: {len(columns['meets'])} points in {time.perf_counter() - t0:.0f} s, "
+        f"{int(columns['meets'].sum())} meet the SLOs",
         flush=True,
     )
     return path
 
 
-def regenerate(design_name: str, preset: str, size: int, jobs: int) -> Path:
+def regenerate_baselines(jobs: int, machines: int = BASELINE_MACHINES) -> Path:
+    """Every baseline size 1..machines for both baselines and presets, in one file."""
     from joblib import Parallel, delayed
 
-    from splitplan._version import __version__
-    from splitplan.slo import SLO_KEYS
+    t0 = time.perf_counter()
+    tasks = [(d, p, n) for d in BASELINES for p in PRESETS for n in range(1, machines + 1)]
+    # largest clusters first: they take longest, so the pool stays balanced
+    rows = Parallel(n_jobs=jobs)(delayed(_baseline_point)(d, p, n) for d, p, n in tasks[::-1])[::-1]
+    meta = _meta(
+        designs=list(BASELINES),
+        presets=list(PRESETS),
+        machines=machines,
+        perf_fingerprint={f"{d}_{p}": perf_fingerprint(d, p) for d in BASELINES for p in PRESETS},
+        regenerate="python tests/golden/regen_des_grids.py --only baselines",
+    )
+    columns = {
+        "design": np.array([r[0] for r in rows]),
+        "preset": np.array([r[1] for r in rows]),
+        "machines": np.array([r[2] for r in rows], dtype=np.int16),
+        "meets": np.array([r[3] for r in rows], dtype=bool),
+        "stable": np.array([r[4] for r in rows], dtype=bool),
+        "slowdown": np.array([r[5] for r in rows], dtype=np.float32),
+    }
+    return _save(OUT / "baselines.npz", columns, meta, t0)
+
+
+def regenerate(design_name: str, preset: str, size: int, jobs: int) -> Path:
+    from joblib import Parallel, delayed
 
     t0 = time.perf_counter()
     cols = Parallel(n_jobs=jobs)(
         delayed(_column)(design_name, preset, p, list(range(1, size + 1))) for p in range(1, size + 1)
     )
     rows = [r for col in cols for r in col]
-    meta = {
-        "design": design_name,
-        "preset": preset,
-        "model": MODEL,
-        "rate_rps": RATE_RPS,
-        "duration_s": DURATION_S,
-        "seed": SEED,
-        "perf": "analytic",
-        "splitplan": __version__,
-        "slo_keys": list(SLO_KEYS),
-        "perf_fingerprint": perf_fingerprint(design_name, preset),
-        "regenerate": "python tests/golden/regen_des_grids.py",
+    meta = _meta(
+        design=design_name,
+        preset=preset,
+        perf_fingerprint=perf_fingerprint(design_name, preset),
+        regenerate="python tests/golden/regen_des_grids.py",
+    )
+    columns = {
+        "prompt": np.array([r[0] for r in rows], dtype=np.int16),
+        "token": np.array([r[1] for r in rows], dtype=np.int16),
+        "meets": np.array([r[2] for r in rows], dtype=bool),
+        "stable": np.array([r[3] for r in rows], dtype=bool),
+        "slowdown": np.array([r[4] for r in rows], dtype=np.float32),
     }
-    path = OUT / f"{design_name}_{preset}.npz"
-    np.savez_compressed(
-        path,
-        prompt=np.array([r[0] for r in rows], dtype=np.int16),
-        token=np.array([r[1] for r in rows], dtype=np.int16),
-        meets=np.array([r[2] for r in rows], dtype=bool),
-        stable=np.array([r[3] for r in rows], dtype=bool),
-        slowdown=np.array([r[4] for r in rows], dtype=np.float32),
-        meta=np.array(json.dumps(meta)),
-    )
-    print(
-        f"{path.name}: {len(rows)} points in {time.perf_counter() - t0:.0f} s, "
-        f"{int(sum(r[2] for r in rows))} meet the SLOs",
-        flush=True,
-    )
-    return path
+    return _save(OUT / f"{design_name}_{preset}.npz", columns, meta, t0)
 
 
 def main(argv: list[str]) -> int:

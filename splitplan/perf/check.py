@@ -43,9 +43,10 @@ def machine_for_hardware(hardware: str, tensor_parallel: int) -> Machine:
     capped = hardware.endswith(CAPPED_SUFFIX)
     gpu = hardware[: -len(CAPPED_SUFFIX)] if capped else hardware
     mtype = get_machine_type(gpu)
-    if mtype.gpus != tensor_parallel:
+    if mtype.gpus % int(tensor_parallel):
+        # a TP that does not tile the catalog node (a 16-GPU profile row, say): a node of that size
         mtype = dataclasses.replace(mtype, gpus=int(tensor_parallel))
-    return Machine(type=mtype, power_cap=CAPPED_POWER if capped else 1.0)
+    return Machine(type=mtype, tp=int(tensor_parallel), power_cap=CAPPED_POWER if capped else 1.0)
 
 
 def token_context(table: ProfileTable) -> FloatArray:

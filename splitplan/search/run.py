@@ -343,7 +343,7 @@ def _finish_grid(ctx: _Ctx, st: _GridState) -> tuple[DesignResult, list[dict[str
                 des_margin=d.margin if d is not None else math.nan,
                 meets=bool(meets[i]),
                 decided_by=str(how_name[i]),
-                binding=d.binding if d is not None else "",
+                binding=_binding_of(d, st.screen, i, str(how_name[i])),
                 slowdown=sd,
             )
         )
@@ -352,13 +352,16 @@ def _finish_grid(ctx: _Ctx, st: _GridState) -> tuple[DesignResult, list[dict[str
     if bi is None:
         return empty_result(st.space.name, st.design, des_evaluations=n_des, method=method), records
     rec = records[bi]
-    if rec["decided_by"] == "analytic" and st.screen is not None:
-        rec["binding_slo"] = _binding(st.screen, bi)
     return result_from_record(rec, baseline=st.space.baseline, des_evaluations=n_des, method=method), records
 
 
-def _binding(screen: Screen, i: int) -> str:
-    return str(screen.binding[i]) if screen.binding is not None else ""
+def _binding_of(d: Decision | None, screen: Screen | None, i: int, decided_by: str) -> str:
+    """The binding limit of the verdict a point's record reports (none for dominance verdicts)."""
+    if d is not None:
+        return d.binding
+    if decided_by == "analytic" and screen is not None and screen.binding is not None:
+        return str(screen.binding[i])
+    return ""
 
 
 # ---------------------------------------------------------------- throughput under a budget

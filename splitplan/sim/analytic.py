@@ -54,7 +54,7 @@ from splitplan.perf import kv_capacity_bytes
 from splitplan.sim._queueing import bisect_increasing, erlang_c, mgc_wait, row_percentiles
 from splitplan.sim.result import SimResult
 from splitplan.sim.scenario import Scenario
-from splitplan.slo import PERCENTILES, SLO_KEYS, reference_latencies, verdict
+from splitplan.slo import PERCENTILES, SLO_KEYS, reference_latencies, slo_margins, verdict
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -133,7 +133,8 @@ class AnalyticBatch:
     stable: BoolArray
     utilization_prompt: FloatArray
     utilization_token: FloatArray
-    margin: FloatArray
+    margin: FloatArray  # SLO margin (slo.slo_margins), not masked by `stable`
+    binding: npt.NDArray[np.str_]  # the limit that sets `margin`
     cost_usd_per_h: FloatArray
     power_kw: FloatArray
     decode_batch: FloatArray
@@ -374,13 +375,8 @@ def evaluate_grid(
                 out_lat[f"{name}_p{pct}"][s:e] = q_lat[j]
                 out_sd[f"{name}_p{pct}"][s:e] = q_sd[j]
 
-    margin = np.full(npts, np.inf)
-    for kind, limits in (("slowdown", scenario.slo.slowdown), ("latency", scenario.slo.latency_s)):
-        values = out_sd if kind == "slowdown" else out_lat
-        for key, limit in limits.items():
-            v = values[key]
-            h = np.where(v > 0, limit / np.maximum(v, 1e-300) - 1.0, np.inf)
-            margin = np.minimum(margin, h)
+    slo = slo_margins(scenario.slo, out_sd, out_lat)
+    margin = slo.margin
     meets = stable & (margin >= 0.0)
     d = design
     cost = pm * d.prompt.cost_usd_per_h + tm * d.token.cost_usd_per_h
@@ -398,6 +394,7 @@ def evaluate_grid(
         utilization_prompt=up,
         utilization_token=ut,
         margin=margin,
+        binding=slo.binding,
         cost_usd_per_h=cost.astype(np.float64),
         power_kw=power.astype(np.float64),
         decode_batch=nb,

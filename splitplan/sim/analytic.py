@@ -52,6 +52,7 @@ from splitplan.design import ClusterConfig, Design
 from splitplan.errors import InputError
 from splitplan.perf import kv_capacity_bytes
 from splitplan.sim._queueing import bisect_increasing, erlang_c, mgc_wait, row_percentiles
+from splitplan.sim.kv_transfer import kv_transfer_s
 from splitplan.sim.result import SimResult
 from splitplan.sim.scenario import Scenario
 from splitplan.slo import PERCENTILES, SLO_KEYS, reference_latencies, slo_margins, verdict
@@ -273,26 +274,6 @@ def _draw_sample(scenario: Scenario, n: int | None) -> _Sample:
         wl.prompt_tokens.astype(np.float64),
         wl.output_tokens.astype(np.float64),
     )
-
-
-def _link_bytes_per_s(scenario: Scenario, design: Design) -> float:
-    link = scenario.sim.link_bytes_per_s
-    if link is None:
-        link = min(design.prompt.type.interconnect_bytes_per_s, design.token.type.interconnect_bytes_per_s)
-    return float(link)
-
-
-def kv_transfer_s(scenario: Scenario, design: Design, prompt_tokens: FloatArray) -> FloatArray:
-    """KV-cache transfer time per request from prompt to token machine (SPLITWISE.md §4)."""
-    sim = scenario.sim
-    link = _link_bytes_per_s(scenario, design)
-    serial = prompt_tokens * scenario.kv_bytes_per_token / link
-    if sim.kv_transfer == "serialized":
-        return serial
-    overhead = sim.layerwise_overhead_s
-    if overhead is None:
-        overhead = 0.008 if link <= 200e9 else 0.005
-    return np.where(prompt_tokens >= sim.layerwise_min_prompt_tokens, np.minimum(overhead, serial), serial)
 
 
 # ---------------------------------------------------------------------------------------------

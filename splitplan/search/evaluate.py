@@ -89,6 +89,7 @@ class SimEvaluator:
     """The real evaluators over one Scenario (the workload at the target rate)."""
 
     scenario: Scenario
+    sample_size: int | None = None  # requests the analytic screen samples (None: its default)
     _scaled: dict[float, Scenario] = field(default_factory=dict, repr=False)
 
     def _at(self, factor: float) -> Scenario:
@@ -110,6 +111,7 @@ class SimEvaluator:
             np.asarray(token, dtype=np.int64),
             self.scenario,
             rate_scale=rate_scale,
+            sample_size=self.sample_size,
         )
         # the margin over every limit (slowdown and absolute latency), −inf where unstable
         slo = slo_margins(self.scenario.slo, batch.slowdown, batch.latency_s, stable=batch.stable)

@@ -23,6 +23,9 @@ OBJECTIVES: tuple[str, ...] = ("cost", "power", "throughput")
 ENGINES: tuple[str, ...] = ("hybrid", "analytic", "des")
 METHODS: tuple[str, ...] = ("auto", "grid", "optuna")
 
+# The hybrid's analytic-margin band (SearchProblem.band): search and heatmap share it.
+DEFAULT_BAND = 0.3
+
 # Paper's named budgets (SPLITWISE.md §8): the power and the cost of 40 DGX-H100.
 NAMED_BUDGET_MACHINES = 40
 
@@ -186,7 +189,7 @@ class SearchProblem:
     method: Method = "auto"
     trials: int = 200
     seed: int = 0
-    band: float = 0.3
+    band: float = DEFAULT_BAND
     rate_tol: float = 0.02
     confirm_top: int = 20
 

@@ -124,8 +124,8 @@ def _evaluate(ctx: _Ctx, space: DesignSpace, trial: Any) -> tuple[float, list[fl
     """Analytic value and constraints (≤ 0 satisfied) of one asked trial."""
     pb = ctx.problem
     design, p, t = _suggest(trial, space)
-    cost = p * design.prompt.cost_usd_per_h + t * design.token.cost_usd_per_h
-    power = p * design.prompt.power_kw + t * design.token.power_kw
+    cost = float(design.cost_usd_per_h(p, t))
+    power = float(design.power_kw(p, t))
     cons = []
     if pb.power_budget_kw is not None:
         cons.append(power / pb.power_budget_kw - 1.0)
@@ -360,10 +360,10 @@ def _escalate(
     t_hi = 0 if space.baseline else tr[1]
 
     def cost(pp: int, tt: int) -> float:
-        return pp * design.prompt.cost_usd_per_h + tt * design.token.cost_usd_per_h
+        return float(design.cost_usd_per_h(pp, tt))
 
     def power(pp: int, tt: int) -> float:
-        return pp * design.prompt.power_kw + tt * design.token.power_kw
+        return float(design.power_kw(pp, tt))
 
     obj = power if pb.objective == "power" else cost
     pts = sorted(
@@ -407,10 +407,10 @@ def _polish(
         return obj_power(pp, tt) if pb.objective == "power" else obj_cost(pp, tt)
 
     def obj_cost(pp: int, tt: int) -> float:
-        return pp * design.prompt.cost_usd_per_h + (0 if space.baseline else tt) * design.token.cost_usd_per_h
+        return float(design.cost_usd_per_h(pp, tt))
 
     def obj_power(pp: int, tt: int) -> float:
-        return pp * design.prompt.power_kw + (0 if space.baseline else tt) * design.token.power_kw
+        return float(design.power_kw(pp, tt))
 
     def key(pp: int, tt: int) -> tuple[float, int, int]:
         return (round(obj(pp, tt), 9), pp + tt, pp)

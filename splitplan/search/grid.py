@@ -226,9 +226,8 @@ def objective_values(
     design: Design, p: np.ndarray, t: np.ndarray, objective: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(objective, cost $/h, power kW) per point; baselines have t = 0."""
-    tt = np.zeros_like(p) if design.is_baseline else t
-    cost = p * design.prompt.cost_usd_per_h + tt * design.token.cost_usd_per_h
-    power = p * design.prompt.power_kw + tt * design.token.power_kw
+    cost = design.cost_usd_per_h(p, t)
+    power = design.power_kw(p, t)
     obj = power if objective == "power" else cost
     return obj.astype(np.float64), cost.astype(np.float64), power.astype(np.float64)
 

@@ -74,8 +74,8 @@ def point_record(
     slowdown: dict[str, float] | None = None,
 ) -> dict[str, object]:
     baseline = design.is_baseline
-    cost = prompt * design.prompt.cost_usd_per_h + (0 if baseline else token * design.token.cost_usd_per_h)
-    power = prompt * design.prompt.power_kw + (0 if baseline else token * design.token.power_kw)
+    cost = design.cost_usd_per_h(prompt, token)
+    power = design.power_kw(prompt, token)
     rec: dict[str, object] = {
         "design": space,
         "prompt_gpu": design.prompt.type.name,

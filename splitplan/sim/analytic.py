@@ -359,9 +359,8 @@ def evaluate_grid(
     slo = slo_margins(scenario.slo, out_sd, out_lat)
     margin = slo.margin
     meets = stable & (margin >= 0.0)
-    d = design
-    cost = pm * d.prompt.cost_usd_per_h + tm * d.token.cost_usd_per_h
-    power = pm * d.prompt.power_kw + tm * d.token.power_kw
+    cost = design.cost_usd_per_h(pm, tm)
+    power = design.power_kw(pm, tm)
     return AnalyticBatch(
         design=design,
         scenario=scenario,

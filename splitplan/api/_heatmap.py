@@ -37,12 +37,13 @@ from splitplan.search import (
     run_search,
 )
 from splitplan.search.grid import classify, make_grid
+from splitplan.search.objective import Engine, Objective, parse_enum
 from splitplan.search.problem import DEFAULT_BAND
 from splitplan.sim.scenario import Scenario
 from splitplan.slo import SLO_KEYS
 
-ENGINES = ("hybrid", "analytic", "des")
-DEFAULT_ENGINE = "hybrid"
+ENGINES = tuple(e.value for e in Engine)
+DEFAULT_ENGINE = Engine.HYBRID
 MAX_POINTS = 100_000
 
 
@@ -67,7 +68,7 @@ class HeatmapResult:
     """Per-point arrays (row-major: prompt count outer, token count inner) and the optima."""
 
     design: Design
-    engine: str
+    engine: Engine
     prompt_values: npt.NDArray[np.int64]
     token_values: npt.NDArray[np.int64]
     prompt_machines: npt.NDArray[np.int64]
@@ -143,7 +144,7 @@ class HeatmapResult:
         title = (
             f"{self.design.name} ({self.design.prompt.name} prompt, {self.design.token.name} token) — "
             f"{m['workload']} at {float(m['rate_rps']):.1f} req/s, {m['model']}, engine {self.engine}"
-            + (", unverified" if self.engine == "analytic" else "")
+            + (", unverified" if self.engine is Engine.ANALYTIC else "")
         )
         return plot_heatmap(
             path,
@@ -222,7 +223,7 @@ def heatmap(
     scenario: Scenario,
     prompt_range: tuple[int, int] = (1, 39),
     token_range: tuple[int, int] = (1, 39),
-    engine: str = DEFAULT_ENGINE,
+    engine: Engine | str = DEFAULT_ENGINE,
     *,
     sample_size: int | None = None,
     band: float = DEFAULT_BAND,
@@ -237,8 +238,7 @@ def heatmap(
     """
     from splitplan.sim.analytic import evaluate_grid
 
-    if engine not in ENGINES:
-        raise InputError(f"unknown engine {engine!r} (expected {', '.join(ENGINES)})")
+    eng = parse_enum(Engine, engine, "engine")
     if design.is_baseline:
         raise InputError(f"{design.name} is a baseline (one pool): a heatmap needs a Splitwise design")
     for what, (lo, hi) in (("prompt_range", prompt_range), ("token_range", token_range)):
@@ -264,12 +264,12 @@ def heatmap(
     store = PointStore() if store is None else store
     outcomes = []
     try:
-        for objective in ("cost", "power"):
+        for objective in (Objective.COST, Objective.POWER):
             problem = SearchProblem(
                 spaces=(space,),
-                objective=objective,  # type: ignore[arg-type]
+                objective=objective,
                 rate_rps=float(scenario.workload.rate_rps),
-                engine=engine,  # type: ignore[arg-type]
+                engine=eng,
                 band=band,
             )
             outcomes.append(run_search(problem, evaluator, runner=runner, store=store))
@@ -283,7 +283,7 @@ def heatmap(
     margin = batch.margin.copy()
     decided_by = np.full(len(P), "analytic", dtype="<U9")
     decided = _des_decisions(outcomes)
-    if engine != "analytic":
+    if eng is not Engine.ANALYTIC:
         ok2, how2 = classify(grid, decided)
         ok, how = ok2.ravel(), how2.ravel()
         dom = how == 1
@@ -304,7 +304,7 @@ def heatmap(
         "design": design.name,
         "prompt_machine": design.prompt.name,
         "token_machine": design.token.name,
-        "engine": engine,
+        "engine": eng.value,
         "workload": wl.name,
         "workload_meta": ";".join(f"{k}={v}" for k, v in wl.meta.items()),
         "requests": str(wl.n),
@@ -319,7 +319,7 @@ def heatmap(
     }
     return HeatmapResult(
         design=design,
-        engine=engine,
+        engine=eng,
         prompt_values=pv,
         token_values=tv,
         prompt_machines=P,

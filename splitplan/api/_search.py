@@ -22,6 +22,7 @@ from splitplan.search import (
     run_search,
     scenario_fingerprint,
 )
+from splitplan.search.objective import Objective, parse_enum
 from splitplan.search.parallel import ProgressSink
 from splitplan.search.problem import DEFAULT_BASELINE_MAX, DEFAULT_SPLIT_RANGE
 
@@ -127,17 +128,18 @@ def build_problem(req: SearchRequest, rate_rps: float) -> SearchProblem:
         power = power if p2 is None else p2
         cost = cost if c2 is None else c2
     spaces = build_spaces(req)
-    if req.objective == "throughput" and power is None and cost is None:
+    objective = parse_enum(Objective, req.objective, "objective")
+    if objective is Objective.THROUGHPUT and power is None and cost is None:
         raise InputError(
             "the throughput objective needs a budget: --power-budget-kw, "
             "--cost-budget-usd-per-h or --budget iso-power|iso-cost"
         )
-    if req.objective == "throughput" and req.max_machines is None and req.prompt_range is None:
+    if objective is Objective.THROUGHPUT and req.max_machines is None and req.prompt_range is None:
         # under a budget the count ranges follow from it (iso-power AA reaches 70 machines)
         spaces = tuple(_budget_ranges(s, power, cost) for s in spaces)
     return SearchProblem(
         spaces=spaces,
-        objective=req.objective,
+        objective=objective,
         rate_rps=rate_rps,  # type: ignore[arg-type]
         power_budget_kw=power,
         cost_budget_usd_per_h=cost,

@@ -100,6 +100,7 @@ def heatmap_command(
 
 def _render(result, out: Path | None, plot: Path | None) -> None:
     from splitplan.cli._common import console
+    from splitplan.search import Engine
 
     con = console()
     n = len(result.prompt_machines)
@@ -109,7 +110,7 @@ def _render(result, out: Path | None, plot: Path | None) -> None:
         f"({result.prompt_values[0]}–{result.prompt_values[-1]} prompt × "
         f"{result.token_values[0]}–{result.token_values[-1]} token), engine {result.engine}"
         + (f" ({result.des_points} decided by the DES)" if result.des_points else "")
-        + (" — analytic, unverified" if result.engine == "analytic" else "")
+        + (" — analytic, unverified" if result.engine is Engine.ANALYTIC else "")
         + f", {result.wall_s:.2f} s"
     )
     if feasible == 0:

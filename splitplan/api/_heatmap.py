@@ -243,11 +243,11 @@ def heatmap(
         raise InputError(f"{design.name} is a baseline (one pool): a heatmap needs a Splitwise design")
     for what, (lo, hi) in (("prompt_range", prompt_range), ("token_range", token_range)):
         if not (isinstance(lo, int | np.integer) and isinstance(hi, int | np.integer) and 1 <= lo <= hi):
-            raise InputError(f"{what} needs whole numbers 1 ≤ A ≤ B, got {lo}:{hi}")
+            raise InputError(f"`{what}` needs whole numbers 1 ≤ A ≤ B, got {lo}:{hi}")
     if not (isinstance(jobs, int) and jobs >= 1):
-        raise InputError(f"jobs must be an integer ≥ 1, got {jobs!r}")
+        raise InputError(f"`jobs` must be an integer ≥ 1, got {jobs!r}")
     if not (math.isfinite(band) and band >= 0):
-        raise InputError(f"band must be a number ≥ 0, got {band!r}")
+        raise InputError(f"`band` must be a number ≥ 0, got {band!r}")
     pr = (int(prompt_range[0]), int(prompt_range[1]))
     tr = (int(token_range[0]), int(token_range[1]))
     grid = make_grid(pr, tr, baseline=False)

@@ -421,7 +421,7 @@ class _Run:
             self.add(sec, "target rate", None, None, note="Baseline-H100 met no SLO at iso-power")
             return
         self.say(f"iso-throughput at {target:.1f} req/s ({self.model}, {self.assume})")
-        wide = f"1:{ISO_THROUGHPUT_MAX_MACHINES}"
+        wide = (1, ISO_THROUGHPUT_MAX_MACHINES)
 
         def best(objective: str, designs: tuple[str, str]) -> dict[str, DesignResult]:
             out = self.search(
@@ -542,8 +542,8 @@ class _Run:
                 objective="throughput",
                 budget="iso-power",
                 designs=(d,),
-                prompt_range=f"{p}:{p}",
-                token_range=f"{t}:{t}",
+                prompt_range=(p, p),
+                token_range=(t, t),
             ).results[0]
             kept = (r.rate_rps or 0.0) / best if r.meets_slo else 0.0
             self.add(sec, f"{d} ({p}P+{t}T)", kept, paper)

@@ -5,8 +5,10 @@ Errors name the option (`--prompt-range`), since only the CLI knows it.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
+from collections.abc import Iterator
 
 from splitplan.errors import InputError
 
@@ -36,3 +38,21 @@ def parse_cap(text: str, option: str) -> float | tuple[float, float]:
     if len(values) not in (1, 2) or not all(math.isfinite(v) for v in values):
         raise InputError(f"{option} must be a number or LO:HI, got {text!r}")
     return values[0] if len(values) == 1 else (values[0], values[1])
+
+
+@contextlib.contextmanager
+def library_errors_as_flags() -> Iterator[None]:
+    """Re-raise a library InputError with its parameter names spelled as this CLI's options.
+
+    The library names its parameters in backticks (`max_machines`, `prompt_range`); a user of the
+    CLI typed `--max-machines`, `--prompt-range`.
+    """
+    try:
+        yield
+    except InputError as exc:
+        text = _PARAM.sub(lambda m: "--" + _FLAG.get(m.group(1), m.group(1)).replace("_", "-"), str(exc))
+        raise InputError(text) from None
+
+
+_FLAG = {"prompt_gpus": "prompt_gpu", "token_gpus": "token_gpu"}  # repeatable options, singular
+_PARAM = re.compile(r"`([a-z][a-z0-9_]*)`")

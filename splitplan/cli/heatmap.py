@@ -57,7 +57,7 @@ def heatmap_command(
     from splitplan import api
     from splitplan.api._simulate import WorkloadRequest, resolve_design
     from splitplan.cli._common import print_json
-    from splitplan.cli._parse import parse_range
+    from splitplan.cli._parse import library_errors_as_flags, parse_range
     from splitplan.errors import InputError
 
     pr = parse_range(prompt_range, "--prompt-range")
@@ -80,11 +80,8 @@ def heatmap_command(
         slo=slo,
         seed=seed,
     )
-    if not (isinstance(jobs, int) and jobs >= 1):
-        raise InputError(f"--jobs must be an integer ≥ 1, got {jobs!r}")
-    if not band >= 0:
-        raise InputError(f"--band must be a number ≥ 0, got {band!r}")
-    result = api.heatmap(d, scenario, pr, tr, engine, sample_size=sample_size, jobs=jobs, band=band)
+    with library_errors_as_flags():
+        result = api.heatmap(d, scenario, pr, tr, engine, sample_size=sample_size, jobs=jobs, band=band)
     if out is not None:
         result.write_parquet(out)
     if plot is not None:

@@ -165,7 +165,7 @@ def _clip(r: tuple[int, int], cap: int | None) -> tuple[int, int]:
     if cap is None:
         return r
     if cap < 1:
-        raise InputError(f"max_machines must be ≥ 1, got {cap}")
+        raise InputError(f"`max_machines` must be ≥ 1, got {cap}")
     return (min(r[0], cap), min(r[1], cap))
 
 
@@ -208,9 +208,9 @@ class SearchProblem:
         if not (math.isfinite(self.rate_rps) and self.rate_rps > 0):
             raise InputError(f"rate must be a positive number, got {self.rate_rps!r}")
         if not (isinstance(self.trials, int) and self.trials >= 1):
-            raise InputError(f"trials must be an integer ≥ 1, got {self.trials!r}")
+            raise InputError(f"`trials` must be an integer ≥ 1, got {self.trials!r}")
         if not (self.band >= 0 and math.isfinite(self.band)):
-            raise InputError(f"band must be a number ≥ 0, got {self.band!r}")
+            raise InputError(f"`band` must be a number ≥ 0, got {self.band!r}")
         if not (0 < self.rate_tol < 1):
             raise InputError(f"rate tolerance must be in (0, 1), got {self.rate_tol!r}")
 

@@ -1,4 +1,4 @@
-"""Layer 2: cluster designs (pool machine types and caps) and configurations (pool sizes).
+"""Layer 3: cluster designs (pool machine types and caps) and configurations (pool sizes).
 
 A *design* fixes what kind of machine each pool uses; a *configuration* adds how many. Baselines
 have one pool whose machines run both phases (mixed batching); Splitwise designs have a prompt pool

@@ -1,4 +1,4 @@
-"""Layer 2: the nine latency SLOs (SPLITWISE.md §6) — slowdown percentiles and the verdict.
+"""Layer 3: the nine latency SLOs (SPLITWISE.md §6) — slowdown percentiles and the verdict.
 
 Slowdown of a request = its latency ÷ the same request's latency alone on the reference machine
 (a DGX-A100 running the same model): TTFT_ref = prompt time of p, TBT_ref = one decode alone,

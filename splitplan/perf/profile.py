@@ -1,4 +1,4 @@
-"""Layer 1: the profile performance model — interpolates a measured per-iteration table.
+"""Layer 2: the profile performance model — interpolates a measured per-iteration table.
 
 Semantics follow the reference simulator so that results compare like for like: per (model,
 hardware, TP) the median prompt_time and token_time per "batch tokens" = prompt_size × batch_size,

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from splitplan.catalog import get_machine_type, validate_power_cap
-from splitplan.design import Design, custom_design, get_design
+from splitplan.design import PAPER_DESIGNS, Design, custom_design, get_design
 from splitplan.errors import InputError
 from splitplan.search.objective import Engine, Method, Objective, parse_enum
 
@@ -117,15 +117,13 @@ class DesignSpace:
         tg = token_gpu or self.token.gpus[0]
         pc = self.prompt.power_cap[0] if prompt_cap is None else prompt_cap
         tc = self.token.power_cap[0] if token_cap is None else token_cap
-        if self.is_fixed_pools and self.name in _PAPER:
+        if self.is_fixed_pools and self.name in PAPER_DESIGNS:
             return get_design(self.name)
         if self.is_fixed_pools:
             return custom_design(pg, tg, pc, tc, baseline=self.baseline, name=self.name)
         d = custom_design(pg, tg, pc, tc, baseline=self.baseline)
         return d
 
-
-_PAPER = ("baseline-a100", "baseline-h100", "splitwise-aa", "splitwise-hh", "splitwise-ha", "splitwise-hhcap")
 
 DEFAULT_SPLIT_RANGE = (1, 39)
 DEFAULT_BASELINE_MAX = 80

@@ -92,3 +92,15 @@ def test_strategies_are_peers_of_one_context() -> None:
         assert not deps & (strategies - {name}), f"{name} imports another strategy"
         assert "splitplan.search.run" not in deps, name
     assert not top_level_imports(PKG / "search" / "context.py") & strategies
+
+
+def test_module_docstrings_give_the_enforced_layer_number() -> None:
+    from test_layers import layer_of
+    from test_layers import module_name as layered_name
+
+    drift = []
+    for path in PKG.rglob("*.py"):
+        m = re.match(r'"""Layer (\d+)', path.read_text())
+        if m and int(m.group(1)) != layer_of(layered_name(path)):
+            drift.append(f"{path.relative_to(PKG)} says {m.group(1)}, is {layer_of(layered_name(path))}")
+    assert not drift, drift

@@ -12,6 +12,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -98,9 +99,9 @@ def reference_latencies(
 
 def percentiles(
     ttft: npt.ArrayLike, tbt: npt.ArrayLike, e2e: npt.ArrayLike, axis: int = -1
-) -> dict[str, npt.NDArray[np.float64] | float]:
-    """The nine percentile values keyed like SLO_KEYS (arrays when inputs are 2-D)."""
-    out: dict[str, npt.NDArray[np.float64] | float] = {}
+) -> dict[str, Any]:
+    """The nine percentile values keyed like SLO_KEYS (floats; arrays when inputs are 2-D)."""
+    out: dict[str, Any] = {}
     for name, values in zip(METRICS, (ttft, tbt, e2e), strict=True):
         q = np.percentile(np.asarray(values, dtype=np.float64), PERCENTILES, axis=axis)
         for i, pct in enumerate(PERCENTILES):

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -198,7 +199,7 @@ def _compat_config() -> Path:
     raise InputError(f"examples/{COMPAT_CONFIG} not found: run from a splitplan checkout")
 
 
-def _search_kwargs(assumptions: str) -> dict[str, object]:
+def _search_kwargs(assumptions: str) -> dict[str, Any]:
     if assumptions == "compat":
         return {"config": str(_compat_config())}
     if assumptions == "splitplan":
@@ -443,8 +444,10 @@ class _Run:
         self.add(
             sec,
             "power HHcap / baseline-h100",
-            (cap.power_kw / bh_p.power_kw) if cap.meets_slo and bh_p.meets_slo else None,
-            0.75,  # type: ignore[operator]
+            (cap.power_kw / bh_p.power_kw)
+            if cap.power_kw and bh_p.power_kw and cap.meets_slo and bh_p.meets_slo
+            else None,
+            0.75,
             higher_wins=False,
         )
         self.add(
@@ -498,13 +501,15 @@ class _Run:
                     best = max(best, wl.n / makespan / (cfg.cost_usd_per_h / A100_COST_USD_PER_H))
             per_unit[name] = best
         sec = "Batch mode (no SLO): requests/s per cost unit (one DGX-A100-hour), all requests queued at once"
-        for d, paper in (
+        for name, paper in (
             ("baseline-a100", 0.89),
             ("splitwise-aa", 0.89),
             ("splitwise-hh", 0.75),
             ("baseline-h100", 0.75),
         ):
-            self.add(sec, d, per_unit.get(d) or None, paper, note="absolute level depends on the workload")
+            self.add(
+                sec, name, per_unit.get(name) or None, paper, note="absolute level depends on the workload"
+            )
         a, h = per_unit.get("baseline-a100"), per_unit.get("baseline-h100")
         self.add(
             sec,

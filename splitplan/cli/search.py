@@ -113,7 +113,8 @@ def search_command(
     from splitplan.cli._parse import library_errors_as_flags, parse_cap, parse_range
     from splitplan.report.render import search_summary, search_table
     from splitplan.report.tables import points_table, write_parquet_atomic
-    from splitplan.search import SearchInterrupted
+    from splitplan.search import Engine, Method, Objective, SearchInterrupted
+    from splitplan.search.objective import parse_enum
 
     if out is not None and out.suffix.lower() != ".parquet":
         from splitplan.errors import InputError
@@ -138,12 +139,12 @@ def search_command(
             perf=perf,
             config=config,
             slo=slo,
-            objective=objective,
+            objective=parse_enum(Objective, objective, "--objective"),
             power_budget_kw=power_budget_kw,
             cost_budget_usd_per_h=cost_budget_usd_per_h,
             budget=budget,
-            engine=engine,
-            method=method,
+            engine=parse_enum(Engine, engine, "--engine"),
+            method=parse_enum(Method, method, "--method"),
             trials=trials,
             band=band,
             seed=seed,

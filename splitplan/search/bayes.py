@@ -264,9 +264,9 @@ def optuna_space(ctx: SearchContext, space: DesignSpace) -> tuple[DesignResult, 
     cands: list[tuple[Design, int, int, float]] = []
     for tr in feasible:
         design, p, t = _config_of(space, tr.params)
-        key = (design.prompt, design.token, p, t)
-        if key not in seen:
-            seen.add(key)
+        cfg_key = (design.prompt, design.token, p, t)
+        if cfg_key not in seen:
+            seen.add(cfg_key)
             cands.append((design, p, t, _value(tr)))
     # the one tie-break rule (search.objective), as the grid ranks its points
     cands.sort(key=lambda c: _point_rank(pb.objective, c[0], c[1], c[2], c[3] if throughput else 1.0))
@@ -300,6 +300,7 @@ def optuna_space(ctx: SearchContext, space: DesignSpace) -> tuple[DesignResult, 
     step = CONFIRM_GROUP
     chosen: dict[str, object] | None = None
     chosen_cfg: tuple[Design, int, int] | None = None
+    tasks: list[tuple[Any, ...]]
     if throughput:
         tasks = [(bisect_many, ctx.cached(space.name), d, [(p, t)], [v], pb.rate_tol) for d, p, t, v in cands]
         outs = ctx.map(call, tasks, lambda res: res[1])
@@ -332,7 +333,7 @@ def optuna_space(ctx: SearchContext, space: DesignSpace) -> tuple[DesignResult, 
             found = _escalate(ctx, space, *cands[0][:3], records)
             if found is not None:
                 chosen, chosen_cfg = found
-        if chosen_cfg is not None:
+        if chosen_cfg is not None and chosen is not None:
             chosen = _polish(ctx, space, *chosen_cfg, chosen, records)
     n_des = ctx.des_evaluations - n_des0
     if chosen is None:

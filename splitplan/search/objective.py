@@ -10,7 +10,7 @@ fewer prompt machines (a baseline's machines all run prompts). Scores are compar
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -32,7 +32,7 @@ class Objective(StrEnum):
         return self is Objective.THROUGHPUT
 
     @property
-    def direction(self) -> str:
+    def direction(self) -> Literal["minimize", "maximize"]:
         """Optuna's word for it."""
         return "maximize" if self.maximize else "minimize"
 
@@ -66,7 +66,7 @@ class Method(StrEnum):
 def parse_enum(kind: type[E], value: object, what: str) -> E:
     """`value` as a member of `kind` (members and their strings accepted); InputError naming `what`."""
     try:
-        return kind(value)
+        return kind(value)  # type: ignore[arg-type]
     except ValueError:
         known = ", ".join(m.value for m in kind)
         raise InputError(f"{what} must be one of {known}, got {value!r}") from None

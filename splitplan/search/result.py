@@ -172,7 +172,7 @@ class DesignResult:
 def result_from_record(
     rec: dict[str, object], *, baseline: bool, des_evaluations: int, method: str
 ) -> DesignResult:
-    margin = float(rec["des_margin"]) if rec["decided_by"] == "des" else float(rec["analytic_margin"])
+    margin = float(rec["des_margin"] if rec["decided_by"] == "des" else rec["analytic_margin"])  # type: ignore[arg-type]
     return DesignResult(
         design=str(rec["design"]),
         baseline=baseline,
@@ -182,7 +182,7 @@ def result_from_record(
         token_power_cap=float(rec["token_power_cap"]),  # type: ignore[arg-type]
         prompt_machines=rec["prompt_machines"],  # type: ignore[arg-type]
         token_machines=rec["token_machines"],  # type: ignore[arg-type]
-        machines=int(rec["machines"]),  # type: ignore[arg-type]
+        machines=int(rec["machines"]),  # type: ignore[call-overload]
         cost_usd_per_h=float(rec["cost_usd_per_h"]),  # type: ignore[arg-type]
         power_kw=float(rec["power_kw"]),  # type: ignore[arg-type]
         rate_rps=float(rec["rate_rps"]),  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""Layer 1 — performance models: iteration times per machine, vectorized over numpy arrays."""
+"""Layer 2 — performance models: iteration times per machine, vectorized over numpy arrays."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Layer 1: the analytic performance model — a calibrated roofline built from the catalog.
+"""Layer 2: the analytic performance model — a calibrated roofline built from the catalog.
 
 Per iteration on one machine (gpus × per-GPU peaks from the catalog):
 

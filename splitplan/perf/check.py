@@ -1,4 +1,4 @@
-"""Layer 1: accuracy of a performance model against a profile table (MAPE per group and overall).
+"""Layer 2: accuracy of a performance model against a profile table (MAPE per group and overall).
 
 How a profile row (prompt_size p, batch_size b, token_size t) is compared:
 - prompt phase: `prompt_time_s(p · b, prompts=b)` against prompt_time;

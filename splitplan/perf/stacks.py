@@ -32,7 +32,7 @@ from splitplan.perf.physical import StackParams
 
 STACK_SCHEMA_VERSION = 1
 # The stack search, simulate and heatmap use when no --perf is given (see docs/background.md).
-DEFAULT_STACK = "analytic"
+DEFAULT_STACK = "tensorrt-llm"
 
 
 @dataclass(frozen=True, slots=True)

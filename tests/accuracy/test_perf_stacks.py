@@ -79,3 +79,35 @@ def test_splitwise_sim_stack_held_out_tp2_tp4(profile_csv) -> None:
         assert res.rows_dropped == (30 if tp == 2 else 0)
         for g in res.groups:
             assert g.mape <= (20.0 if g.phase == "token" else 35.0), g
+
+
+@pytest.mark.parametrize("stack", ["kernels", "tensorrt-llm", "splitwise-sim"])
+def test_shipped_stack_is_reproducible_by_its_command(iterations_csv, profile_csv, stack: str) -> None:
+    """Refitting with the options of the stack file's own command gives its parameters."""
+    import shlex
+
+    from splitplan.perf.stackfit import fit_stack
+    from splitplan.perf.stacks import load_stack
+
+    shipped = load_stack(stack)
+    argv = shlex.split(str(shipped.provenance["command"]))
+
+    def opt(name: str) -> str | None:
+        return argv[argv.index(name) + 1] if name in argv else None
+
+    tp = opt("--tensor-parallel")
+    opts = FitOptions(
+        source=opt("--source"),
+        tensor_parallel=int(tp) if tp else None,
+        host_overhead="--no-host-overhead" not in argv,
+        knee="--knee" in argv,
+        sequence_overhead="--sequence-overhead" in argv,
+        refine="--refine" in argv,
+    )
+    table = profile_csv if shipped.provenance["schema"] == "profile" else iterations_csv
+    assert read_measurements(str(table)).sha256 == shipped.provenance["sha256"]
+    fresh = fit_stack(str(table), stack, opts)
+    assert fresh.params.to_dict() == pytest.approx(shipped.params.to_dict(), rel=1e-3)
+    assert sorted(fresh.refine) == sorted(shipped.refine)
+    for key, p in shipped.refine.items():
+        assert fresh.refine[key].to_dict() == pytest.approx(p.to_dict(), rel=1e-3), key

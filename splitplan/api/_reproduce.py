@@ -203,7 +203,7 @@ def _search_kwargs(assumptions: str) -> dict[str, Any]:
     if assumptions == "compat":
         return {"config": str(_compat_config())}
     if assumptions == "splitplan":
-        return {}
+        return {"perf": "analytic"}  # the shipped calibration, whatever the search default
     raise InputError(f"unknown assumptions {assumptions!r} (expected compat or splitplan)")
 
 
@@ -292,10 +292,14 @@ class _Run:
         )
 
     def scenario(self, workload: str):  # -> Scenario
-        config = _search_kwargs(self.assume).get("config")
+        kw = _search_kwargs(self.assume)
         return build_scenario(
-            workload=self.workload(workload), model=self.model, config=config, seed=self.req.seed
-        )  # type: ignore[arg-type]
+            workload=self.workload(workload),
+            model=self.model,
+            config=kw.get("config"),  # type: ignore[arg-type]
+            perf=kw.get("perf"),  # type: ignore[arg-type]
+            seed=self.req.seed,
+        )
 
     def search(self, workload: str, **kw: object) -> SearchOutcome:
         wr = self.workload(workload, kw.pop("rate_rps", None))  # type: ignore[arg-type]

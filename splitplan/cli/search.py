@@ -91,7 +91,9 @@ def search_command(
     trials: Annotated[int, typer.Option(help="Optuna trials per design.")] = 200,
     band: Annotated[float, typer.Option(help="Hybrid: analytic-margin band re-checked with the DES.")] = 0.3,
     slo: Annotated[Path | None, typer.Option(help="SLO limits (TOML).")] = None,
-    perf: Annotated[str | None, typer.Option(help="'analytic' or a profile CSV.")] = None,
+    perf: Annotated[
+        str | None, typer.Option(help="analytic, a stack name (splitplan perf), a stack file or a CSV.")
+    ] = None,
     config: Annotated[Path | None, typer.Option(help="Simulator assumptions (TOML).")] = None,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     jobs: Annotated[int, typer.Option(help="Parallel worker processes.")] = 1,

@@ -137,6 +137,10 @@ def config_perf(path: str | Path | None) -> str | None:
         return perf
     if not isinstance(perf, str):
         raise InputError(f"config {path}: perf must be a string")
+    from splitplan.perf.stacks import find_stack
+
+    if find_stack(perf) is not None:  # a stack name, not a path
+        return perf
     if "{shared}" in perf:
         perf = perf.replace("{shared}", str(shared_dir()))
     return str((Path(path).parent / perf).resolve()) if not Path(perf).is_absolute() else perf

@@ -295,6 +295,7 @@ def test_absolute_latency_limit_is_named_as_the_binding_slo(
     slo = tmp_path / "slo.toml"
     slo.write_text("[latency_s]\nttft_p99 = 0.76\n")
     args = ["--design", "splitwise-hh", "--prompt-range", "10:16", "--token-range", "3:6"]
+    args += ["--perf", "analytic"]  # the performance model the limit was chosen under
     doc = run_json(capsys, [*args, "--slo", str(slo), "--engine", engine])
     best = doc["best"]
     assert best["verified_by"] == ("analytic" if engine == "analytic" else "des")

@@ -200,13 +200,18 @@ class FitOptions:
             return StackParams()
         return StackParams(iteration_overhead_s=0.0, sequence_overhead_s=0.0)
 
-    def select(self, rows: Measurements) -> np.ndarray:
+    def matching(self, rows: Measurements) -> np.ndarray:
+        """Rows of the selected source and TP (consistent or not)."""
         keep = np.ones(len(rows), dtype=bool)
         if self.source:
             keep &= np.char.startswith(rows.source.astype(str), self.source)
         if self.tensor_parallel is not None:
             keep &= rows.tp == int(self.tensor_parallel)
-        return keep & consistent_rows(rows)
+        return keep
+
+    def select(self, rows: Measurements) -> np.ndarray:
+        """The rows a fit uses: matching and consistent with their group."""
+        return self.matching(rows) & consistent_rows(rows)
 
     def describe(self) -> str:
         parts = []
@@ -287,7 +292,7 @@ def fit_stack(
             sub = sel.subset((gpus == gpu) & (sel.model == model))
             rfree = tuple(f for f in REFINE_FREE if f in free or (f in KNEE and options.knee))
             refine[gpu, model] = fit_params(sub, rfree, params)
-    dropped = int((~consistent_rows(rows)).sum())
+    dropped = int((options.matching(rows) & ~keep).sum())
     cmd = command or (
         f"splitplan perf fit --profile {path} --name {name} --out DIR {options.cli_args()}".strip()
     )

@@ -133,6 +133,7 @@ def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
         sim.prompt_interrupts_decodes == "always"
         or (sim.prompt_interrupts_decodes == "baseline" and design.is_baseline),
         bool(sim.prompt_reserves_decode_kv),
+        np.zeros(1, np.int64),
     )
     wall = time.perf_counter() - start
     return _result(config, scenario, raw, cls, wall)
@@ -175,6 +176,7 @@ def _kernel():
         2,
         True,
         True,
+        np.zeros(1, np.int64),
     )
     return simulate_kernel
 

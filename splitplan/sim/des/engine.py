@@ -29,8 +29,9 @@ smaller of its children and the left one on ties, so its root is the *lowest-ind
 exactly what a first-to-last scan with a strict `<` returns — and results do not depend on which
 of the two is used (tests/unit/sim/test_des_per_request.py pins per-request results).
 
-The kernel polls `stop[0]` every `STOP_POLL_EVENTS` events and returns STATUS_INTERRUPTED when it
-is set (run.py sets it on Ctrl-C / SIGTERM; the kernel releases the GIL so Python can).
+Its arguments and results are spelled once, as `signature.KernelArgs` / `KernelResult`. The kernel
+polls `stop[0]` every `STOP_POLL_EVENTS` events and returns STATUS_INTERRUPTED when it is set
+(run.py sets it when the waiting main thread is interrupted; the kernel releases the GIL).
 """
 
 from __future__ import annotations
@@ -40,6 +41,14 @@ import math
 import numba as nb
 import numpy as np
 
+from splitplan.sim.des.signature import (
+    STATUS_DEADLOCK,
+    STATUS_INTERRUPTED,
+    STATUS_OK,
+    STATUS_UNSTABLE,
+    STOP_POLL_EVENTS,
+)
+
 INF = math.inf
 
 # request stages
@@ -47,8 +56,6 @@ S_NEW, S_PWAIT, S_PRUN, S_XFER, S_TWAIT, S_TRUN, S_DONE = 0, 1, 2, 3, 4, 5, 6
 # pools
 P_PROMPT, P_TOKEN, P_MIXED = 0, 1, 2
 
-STATUS_OK, STATUS_UNSTABLE, STATUS_DEADLOCK, STATUS_INTERRUPTED = 0, 1, 2, 3
-STOP_POLL_EVENTS = 4096  # events between two looks at the stop flag (a power of two; ~1 ms)
 _N_POOLS = 3
 
 

@@ -48,6 +48,30 @@ def test_erlang_c_matches_the_closed_form(c: int, a: float) -> None:
     assert erlang_c(np.array([c]), np.array([a]))[0] == pytest.approx(erlang_c_direct(c, a), rel=1e-9)
 
 
+def erlang_c_recursion(c: np.ndarray, a: np.ndarray) -> np.ndarray:
+    # the Erlang-B recursion B(k) = a·B(k−1) / (k + a·B(k−1)), c steps (the former implementation)
+    b = np.ones(a.shape)
+    out = np.ones(a.shape)
+    for k in range(1, int(c.max()) + 1):
+        b = a * b / (k + a * b)
+        out[c == k] = b[c == k]
+    rho = a / c
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pw = out / (1.0 - rho * (1.0 - out))
+    return np.where(rho >= 1.0, 1.0, np.clip(pw, 0.0, 1.0))
+
+
+def test_erlang_c_agrees_with_the_recursion_up_to_thousands_of_servers() -> None:
+    rng = np.random.default_rng(5)
+    c = rng.integers(1, 3000, 20_000)
+    a = rng.uniform(0.0, 1.2, c.size) * c
+    a[:50] = 0.0
+    got, want = erlang_c(c, a), erlang_c_recursion(c, a)
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-280)
+    assert np.all(got[:50] == 0.0)
+
+
 def test_erlang_c_single_server_is_utilization_and_overload_is_certain_wait() -> None:
     rho = np.array([0.1, 0.5, 0.9])
     assert np.allclose(erlang_c(np.ones(3, dtype=int), rho), rho)

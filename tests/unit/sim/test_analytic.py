@@ -266,3 +266,18 @@ def test_sample_quantiles_are_stratified_within_every_size_stratum(coding: Scena
             k = len(part)
             assert np.max(np.abs(np.sort(u[part]) - (np.arange(k) + 0.5) / k)) < 0.025
         assert np.all(np.isfinite(s.z))
+
+
+@pytest.mark.parametrize("perf", ["analytic", "profile"])
+def test_baseline_mixed_means_by_distinct_sizes_equal_the_mean_over_requests(perf, profile_csv) -> None:
+    # the table is built from the distinct prompt sizes (memory independent of the request count);
+    # it must equal the mean over every request of the mixed-iteration time at each batch
+    wl = make_workload("conversation", rate_rps=50, duration_s=60, seed=4)
+    source = str(profile_csv) if perf == "profile" else perf
+    sc = Scenario(workload=wl, model=get_model("llama2-70b"), perf=source)
+    model = sc.perf_model(get_design("baseline-h100").prompt)
+    p = wl.prompt_tokens.astype(np.float64)
+    grid = np.linspace(0.0, 1.0, 96) ** 2 * 300.0
+    direct = np.asarray(model.mixed_time_s(p[None, :] + grid[:, None], (grid * 900.0)[:, None])).mean(axis=1)
+    assert len(np.unique(p)) < len(p) / 2  # the case exercises repeated sizes
+    np.testing.assert_allclose(analytic._mixed_means(model, p, grid, 900.0), direct, rtol=1e-12)

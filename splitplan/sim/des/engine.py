@@ -162,15 +162,38 @@ I_ITERS = 7
 _NI = 8
 
 
+# request-state fields: integers (rq) and floats (rf), one row per request
+R_STAGE = 0
+R_GEN = 1
+R_PREEMPT = 2
+R_KEY0 = 3
+R_BLOCKED = 4
+R_MARK = 5
+R_RESV = 6
+R_PM = 7
+R_TM = 8
+R_P = 9
+R_OTOK = 10
+_NR = 12  # padded to 96 bytes
+Q_ARR = 0
+Q_KVP = 1
+Q_KVT = 2
+Q_XFER_S = 3
+Q_TTFT = 4
+Q_E2E = 5
+Q_PSTART = 6
+_NQ = 8  # padded to 64 bytes
+
+
 @nb.njit(cache=True)
-def _wait_insert(wait, mint, m, r, key0, arr):
+def _wait_insert(wait, mint, m, r, rq, rf):
     n = mint[m, I_WAIT_N]
-    k = key0[r]
-    a = arr[r]
+    k = rq[r, R_KEY0]
+    a = rf[r, Q_ARR]
     pos = n
     while pos > 0:
         q = wait[pos - 1, m]
-        if key0[q] < k or (key0[q] == k and arr[q] <= a):
+        if rq[q, R_KEY0] < k or (rq[q, R_KEY0] == k and rf[q, Q_ARR] <= a):
             break
         wait[pos, m] = q
         pos -= 1
@@ -179,16 +202,16 @@ def _wait_insert(wait, mint, m, r, key0, arr):
 
 
 @nb.njit(cache=True)
-def _need(r, m, stage, kvp, kvt, tm, resv, reserve_decode):
+def _need(r, m, rq, rf, reserve_decode):
     # KV memory a waiting task needs to start: a prompt its p + 1 tokens (plus its decode's when
     # reserving on the same machine), a decode its output tokens unless reserved with its prompt
-    if stage[r] == S_PWAIT:
-        if reserve_decode and tm[r] == m:
-            return kvp[r] + kvt[r]
-        return kvp[r]
-    if resv[r]:
+    if rq[r, R_STAGE] == S_PWAIT:
+        if reserve_decode and rq[r, R_TM] == m:
+            return rf[r, Q_KVP] + rf[r, Q_KVT]
+        return rf[r, Q_KVP]
+    if rq[r, R_RESV]:
         return 0.0
-    return kvt[r]
+    return rf[r, Q_KVT]
 
 
 @nb.njit(cache=True)
@@ -235,19 +258,22 @@ def simulate_kernel(
 ):
     n = arr.shape[0]
     M = cls.shape[0]
-    # ---- request state
-    stage = np.zeros(n, np.int64)
-    gen = np.zeros(n, np.int64)
-    preempt = np.zeros(n, np.int64)
-    key0 = np.zeros(n, np.int64)
-    blocked = np.zeros(n, np.bool_)
-    mark = np.zeros(n, np.int64)
-    resv = np.zeros(n, np.bool_)  # decode KV reserved when the prompt started (same machine)
-    pm = np.full(n, -1, np.int64)
-    tm = np.full(n, -1, np.int64)
-    ttft = np.full(n, np.nan)
-    e2e = np.full(n, np.nan)
-    pstart = np.full(n, np.nan)
+    # ---- request state: one row of integers and one of floats per request (the fields an event
+    # touches share cache lines: with many requests in flight, separate arrays cost a miss each)
+    rq = np.zeros((n, _NR), np.int64)
+    rf = np.empty((n, _NQ))
+    for r in range(n):
+        rq[r, R_PM] = -1
+        rq[r, R_TM] = -1
+        rq[r, R_P] = p[r]
+        rq[r, R_OTOK] = otok[r]
+        rf[r, Q_ARR] = arr[r]
+        rf[r, Q_KVP] = kvp[r]
+        rf[r, Q_KVT] = kvt[r]
+        rf[r, Q_XFER_S] = xfer_s[r]
+        rf[r, Q_TTFT] = np.nan
+        rf[r, Q_E2E] = np.nan
+        rf[r, Q_PSTART] = np.nan
     # ---- machine state: one row per machine (a machine's fields share cache lines, which keeps
     # large fleets fast), its queue and batch as columns (queue heads of all machines contiguous)
     mf = np.zeros((M, _NF))
@@ -293,9 +319,10 @@ def simulate_kernel(
     # ------------------------------------------------------------------ helpers (inlined loops)
     while True:
         # ---- stability guard: the oldest request must have started each phase within the bound
-        while guard < next_arr and arr[guard] < t - max_backlog_s:
-            s = stage[guard]
-            if s == S_PWAIT or (s == S_TWAIT and gen[guard] == 0 and not blocked[guard]) or s == S_XFER:
+        while guard < next_arr and rf[guard, Q_ARR] < t - max_backlog_s:
+            s = rq[guard, R_STAGE]
+            fresh_decode = s == S_TWAIT and rq[guard, R_GEN] == 0 and not rq[guard, R_BLOCKED]
+            if s == S_PWAIT or fresh_decode or s == S_XFER:
                 status = STATUS_UNSTABLE
                 break
             guard += 1
@@ -305,7 +332,7 @@ def simulate_kernel(
             status = STATUS_INTERRUPTED
             break
         # ---- next event
-        t_arr = arr[next_arr] if next_arr < n else INF
+        t_arr = rf[next_arr, Q_ARR] if next_arr < n else INF
         t_m = rt_v[1]
         mi = rt_i[1] if t_m < INF else -1
         t_x = xt_v[1]
@@ -317,17 +344,17 @@ def simulate_kernel(
         if t_x <= t_m and t_x <= t_arr:
             t = t_x
             r = xf_rid[xi]
-            a = pm[r]
-            b = tm[r]
+            a = rq[r, R_PM]
+            b = rq[r, R_TM]
             if not xf_inflight[xi]:
                 # waiting for memory on the token machine
-                if mf[b, F_MEM] + kvp[r] > cap[cls[b]]:
+                if mf[b, F_MEM] + rf[r, Q_KVP] > cap[cls[b]]:
                     xf_time[xi] = t + retry_s
                     _tree_set(xt_v, xt_i, 0, SX, xi, xf_time[xi])
                     continue
-                mf[b, F_MEM] += kvp[r]
+                mf[b, F_MEM] += rf[r, Q_KVP]
                 xf_inflight[xi] = True
-                xf_time[xi] = t + xfer_s[r]
+                xf_time[xi] = t + rf[r, Q_XFER_S]
                 _tree_set(xt_v, xt_i, 0, SX, xi, xf_time[xi])
                 continue
             # transfer complete: remove from list (the last slot moves into its place)
@@ -337,30 +364,30 @@ def simulate_kernel(
             xf_inflight[xi] = xf_inflight[xf_n]
             _tree_set(xt_v, xt_i, 0, SX, xi, xf_time[xi])
             _tree_set(xt_v, xt_i, 0, SX, xf_n, INF)
-            mf[a, F_MEM] -= kvp[r]
-            mf[a, F_SCHED_MEM] -= kvp[r]
+            mf[a, F_MEM] -= rf[r, Q_KVP]
+            mf[a, F_SCHED_MEM] -= rf[r, Q_KVP]
             _tree_set(mt_v, mt_i, mint[a, I_POOL] * S2, S, a, mf[a, F_SCHED_MEM])
-            if otok[r] == 0:
-                e2e[r] = t - arr[r]
-                stage[r] = S_DONE
-                mf[b, F_MEM] -= kvp[r]
-                mf[b, F_SCHED_MEM] -= kvp[r]
+            if rq[r, R_OTOK] == 0:
+                rf[r, Q_E2E] = t - rf[r, Q_ARR]
+                rq[r, R_STAGE] = S_DONE
+                mf[b, F_MEM] -= rf[r, Q_KVP]
+                mf[b, F_SCHED_MEM] -= rf[r, Q_KVP]
                 mf[b, F_SCHED_PEND] -= 1.0
                 _tree_set(mt_v, mt_i, mint[b, I_POOL] * S2, S, b, mf[b, F_SCHED_MEM])
                 _tree_set(pt_v, pt_i, mint[b, I_POOL] * S2, S, b, mf[b, F_SCHED_PEND])
                 wake = b
             else:
-                stage[r] = S_TWAIT
-                key0[r] = 0
-                preempt[r] = 0
+                rq[r, R_STAGE] = S_TWAIT
+                rq[r, R_KEY0] = 0
+                rq[r, R_PREEMPT] = 0
                 if mint[b, I_WAIT_N] >= wait_cap:
                     status = STATUS_UNSTABLE
                     break
-                _wait_insert(wait, mint, b, r, key0, arr)
+                _wait_insert(wait, mint, b, r, rq, rf)
                 wake = -1
                 # task arrival on the token machine
                 if mint[b, I_BATCH_N] == 0:
-                    if mf[b, F_MEM] + kvt[r] <= cap[cls[b]]:
+                    if mf[b, F_MEM] + rf[r, Q_KVT] <= cap[cls[b]]:
                         wake = b
                 elif mint[b, I_BATCH_N] < max_batch and mint[b, I_BATCH_TOK] + 1 <= max_tokens:
                     if not mint[b, I_PAUSED] and mint[b, I_BATCH_NP] == 0:
@@ -390,26 +417,26 @@ def simulate_kernel(
             keep = 0
             for j in range(mint[m, I_BATCH_N]):
                 r = batch[j, m]
-                if stage[r] == S_PRUN:
-                    ttft[r] = t - arr[r]
-                    mf[m, F_SCHED_PEND] -= p[r]
-                    if tm[r] == m:
-                        if otok[r] == 0:
-                            e2e[r] = ttft[r]
-                            stage[r] = S_DONE
-                            mf[m, F_MEM] -= kvp[r]
-                            mf[m, F_SCHED_MEM] -= kvp[r] + kvt[r]
+                if rq[r, R_STAGE] == S_PRUN:
+                    rf[r, Q_TTFT] = t - rf[r, Q_ARR]
+                    mf[m, F_SCHED_PEND] -= rq[r, R_P]
+                    if rq[r, R_TM] == m:
+                        if rq[r, R_OTOK] == 0:
+                            rf[r, Q_E2E] = rf[r, Q_TTFT]
+                            rq[r, R_STAGE] = S_DONE
+                            mf[m, F_MEM] -= rf[r, Q_KVP]
+                            mf[m, F_SCHED_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
                             mf[m, F_SCHED_PEND] -= 1.0
                         else:
-                            stage[r] = S_TWAIT
-                            key0[r] = 0
-                            preempt[r] = 0
+                            rq[r, R_STAGE] = S_TWAIT
+                            rq[r, R_KEY0] = 0
+                            rq[r, R_PREEMPT] = 0
                             if mint[m, I_WAIT_N] >= wait_cap:
                                 status = STATUS_UNSTABLE
                                 break
-                            _wait_insert(wait, mint, m, r, key0, arr)
+                            _wait_insert(wait, mint, m, r, rq, rf)
                     else:
-                        stage[r] = S_XFER
+                        rq[r, R_STAGE] = S_XFER
                         if xf_n == SX:
                             xt_v, xt_i = _tree_grow(xt_v, xt_i, SX, xf_n)
                             SX *= 2
@@ -419,12 +446,12 @@ def simulate_kernel(
                         _tree_set(xt_v, xt_i, 0, SX, xf_n, t)
                         xf_n += 1
                 else:
-                    gen[r] += k
-                    if gen[r] >= otok[r]:
-                        e2e[r] = t - arr[r]
-                        stage[r] = S_DONE
-                        mf[m, F_MEM] -= kvp[r] + kvt[r]
-                        mf[m, F_SCHED_MEM] -= kvp[r] + kvt[r]
+                    rq[r, R_GEN] += k
+                    if rq[r, R_GEN] >= rq[r, R_OTOK]:
+                        rf[r, Q_E2E] = t - rf[r, Q_ARR]
+                        rq[r, R_STAGE] = S_DONE
+                        mf[m, F_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
+                        mf[m, F_SCHED_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
                         mf[m, F_SCHED_PEND] -= 1.0
                     else:
                         batch[keep, m] = r
@@ -444,18 +471,18 @@ def simulate_kernel(
             next_arr += 1
             if baseline:
                 best = _any_min(pt_v, pt_i, S)
-                pm[r] = best
-                tm[r] = best
-                mf[best, F_SCHED_PEND] += p[r] + 1.0
-                mf[best, F_SCHED_MEM] += kvp[r] + kvt[r]
+                rq[r, R_PM] = best
+                rq[r, R_TM] = best
+                mf[best, F_SCHED_PEND] += rq[r, R_P] + 1.0
+                mf[best, F_SCHED_MEM] += rf[r, Q_KVP] + rf[r, Q_KVT]
                 _tree_set(pt_v, pt_i, mint[best, I_POOL] * S2, S, best, mf[best, F_SCHED_PEND])
             else:
-                need_t = kvp[r] + kvt[r]
+                need_t = rf[r, Q_KVP] + rf[r, Q_KVT]
                 a = -1
                 for want in (P_PROMPT, P_MIXED):
                     best = _pool_min(pt_v, pt_i, want, S)
                     if best >= 0 and not (
-                        mint[best, I_WAIT_N] > 0 and mf[best, F_SCHED_PEND] + p[r] > prompt_full
+                        mint[best, I_WAIT_N] > 0 and mf[best, F_SCHED_PEND] + rq[r, R_P] > prompt_full
                     ):
                         a = best
                         break
@@ -489,36 +516,36 @@ def simulate_kernel(
                     best = _any_min(pt_v, pt_i, S)
                     a = best
                     b = best
-                pm[r] = a
-                tm[r] = b
+                rq[r, R_PM] = a
+                rq[r, R_TM] = b
                 if a != b:
-                    mf[a, F_SCHED_MEM] += kvp[r]
+                    mf[a, F_SCHED_MEM] += rf[r, Q_KVP]
                     mf[b, F_SCHED_MEM] += need_t
                 else:
                     mf[a, F_SCHED_MEM] += need_t
-                mf[a, F_SCHED_PEND] += p[r]
+                mf[a, F_SCHED_PEND] += rq[r, R_P]
                 mf[b, F_SCHED_PEND] += 1.0
                 _tree_set(pt_v, pt_i, mint[a, I_POOL] * S2, S, a, mf[a, F_SCHED_PEND])
                 _tree_set(mt_v, mt_i, mint[a, I_POOL] * S2, S, a, mf[a, F_SCHED_MEM])
                 if b != a:
                     _tree_set(pt_v, pt_i, mint[b, I_POOL] * S2, S, b, mf[b, F_SCHED_PEND])
                     _tree_set(mt_v, mt_i, mint[b, I_POOL] * S2, S, b, mf[b, F_SCHED_MEM])
-            m = pm[r]
-            stage[r] = S_PWAIT
+            m = rq[r, R_PM]
+            rq[r, R_STAGE] = S_PWAIT
             if mint[m, I_WAIT_N] >= wait_cap:
                 status = STATUS_UNSTABLE
                 break
-            _wait_insert(wait, mint, m, r, key0, arr)
+            _wait_insert(wait, mint, m, r, rq, rf)
             if mint[m, I_BATCH_N] == 0:
-                if mf[m, F_MEM] + kvp[r] > cap[cls[m]]:
+                if mf[m, F_MEM] + rf[r, Q_KVP] > cap[cls[m]]:
                     continue
                 # fall through: start an iteration on m
             else:
-                if mint[m, I_BATCH_N] < max_batch and mint[m, I_BATCH_TOK] + p[r] <= max_tokens:
+                if mint[m, I_BATCH_N] < max_batch and mint[m, I_BATCH_TOK] + rq[r, R_P] <= max_tokens:
                     do_pause = True
                 elif mint[m, I_BATCH_NP] < mint[m, I_BATCH_N] and (
                     prompt_interrupts
-                    or (mint[m, I_BATCH_TOK] - (mint[m, I_BATCH_N] - mint[m, I_BATCH_NP])) + p[r]
+                    or (mint[m, I_BATCH_TOK] - (mint[m, I_BATCH_N] - mint[m, I_BATCH_NP])) + rq[r, R_P]
                     <= max_tokens
                 ):
                     do_pause = True
@@ -542,24 +569,24 @@ def simulate_kernel(
         # pass 1: starved tasks, in queue order
         for i in range(mint[m, I_WAIT_N]):
             r = wait[i, m]
-            if preempt[r] < max_preempt:
+            if rq[r, R_PREEMPT] < max_preempt:
                 break
             if nbn == max_batch:
                 break
-            tpi = p[r] if stage[r] == S_PWAIT else 1
+            tpi = rq[r, R_P] if rq[r, R_STAGE] == S_PWAIT else 1
             if nbn > 0 and bt + tpi > max_tokens:
                 break
-            if mark[r] == epoch:
+            if rq[r, R_MARK] == epoch:
                 continue
-            if blocked[r]:
-                mark[r] = epoch
+            if rq[r, R_BLOCKED]:
+                rq[r, R_MARK] = epoch
                 newb[nbn] = r
                 nbn += 1
                 bt += tpi
                 continue
-            need = _need(r, m, stage, kvp, kvt, tm, resv, reserve_decode)
+            need = _need(r, m, rq, rf, reserve_decode)
             if need + memloc <= capm:
-                mark[r] = epoch
+                rq[r, R_MARK] = epoch
                 newb[nbn] = r
                 nbn += 1
                 bt += tpi
@@ -567,33 +594,33 @@ def simulate_kernel(
         # pass 2: waiting prompts, FCFS
         for i in range(mint[m, I_WAIT_N]):
             r = wait[i, m]
-            if stage[r] != S_PWAIT:
+            if rq[r, R_STAGE] != S_PWAIT:
                 continue
             if nbn == max_batch:
                 break
-            if nbn > 0 and bt + p[r] > max_tokens:
+            if nbn > 0 and bt + rq[r, R_P] > max_tokens:
                 break
-            if mark[r] == epoch:
+            if rq[r, R_MARK] == epoch:
                 continue
-            need = _need(r, m, stage, kvp, kvt, tm, resv, reserve_decode)
+            need = _need(r, m, rq, rf, reserve_decode)
             if need + memloc <= capm:
-                mark[r] = epoch
+                rq[r, R_MARK] = epoch
                 newb[nbn] = r
                 nbn += 1
-                bt += p[r]
+                bt += rq[r, R_P]
                 memloc += need
             else:
                 break
         # pass 3: preempted decodes
         for i in range(mint[m, I_WAIT_N]):
             r = wait[i, m]
-            if not blocked[r]:
+            if not rq[r, R_BLOCKED]:
                 continue
             if nbn == max_batch or (nbn > 0 and bt + 1 > max_tokens):
                 break
-            if mark[r] == epoch:
+            if rq[r, R_MARK] == epoch:
                 continue
-            mark[r] = epoch
+            rq[r, R_MARK] = epoch
             newb[nbn] = r
             nbn += 1
             bt += 1
@@ -602,9 +629,9 @@ def simulate_kernel(
             r = batch[j, m]
             if nbn == max_batch or (nbn > 0 and bt + 1 > max_tokens):
                 break
-            if mark[r] == epoch:
+            if rq[r, R_MARK] == epoch:
                 continue
-            mark[r] = epoch
+            rq[r, R_MARK] = epoch
             newb[nbn] = r
             nbn += 1
             bt += 1
@@ -614,20 +641,20 @@ def simulate_kernel(
             r = wait[i, m]
             if nbn == max_batch:
                 break
-            if mark[r] == epoch:
+            if rq[r, R_MARK] == epoch:
                 continue
-            tpi = p[r] if stage[r] == S_PWAIT else 1
+            tpi = rq[r, R_P] if rq[r, R_STAGE] == S_PWAIT else 1
             if nbn > 0 and bt + tpi > max_tokens:
                 break
-            if blocked[r]:
-                mark[r] = epoch
+            if rq[r, R_BLOCKED]:
+                rq[r, R_MARK] = epoch
                 newb[nbn] = r
                 nbn += 1
                 bt += tpi
                 continue
-            need = _need(r, m, stage, kvp, kvt, tm, resv, reserve_decode)
+            need = _need(r, m, rq, rf, reserve_decode)
             if need + memloc <= capm:
-                mark[r] = epoch
+                rq[r, R_MARK] = epoch
                 newb[nbn] = r
                 nbn += 1
                 bt += tpi
@@ -637,24 +664,24 @@ def simulate_kernel(
         # preempt old-batch decodes that were not kept
         for j in range(mint[m, I_BATCH_N]):
             r = batch[j, m]
-            if mark[r] != epoch:
-                blocked[r] = True
-                stage[r] = S_TWAIT
-                preempt[r] += 1
-                key0[r] = preempt[r]
+            if rq[r, R_MARK] != epoch:
+                rq[r, R_BLOCKED] = True
+                rq[r, R_STAGE] = S_TWAIT
+                rq[r, R_PREEMPT] += 1
+                rq[r, R_KEY0] = rq[r, R_PREEMPT]
                 if mint[m, I_WAIT_N] >= wait_cap:
                     status = STATUS_UNSTABLE
                     break
-                _wait_insert(wait, mint, m, r, key0, arr)
+                _wait_insert(wait, mint, m, r, rq, rf)
         if status != STATUS_OK:
             break
         # remove the selected tasks from the queue; everyone left waiting counts a preemption
         w = 0
         for i in range(mint[m, I_WAIT_N]):
             r = wait[i, m]
-            if mark[r] == epoch:
+            if rq[r, R_MARK] == epoch:
                 continue
-            preempt[r] += 1
+            rq[r, R_PREEMPT] += 1
             wait[w, m] = r
             w += 1
         mint[m, I_WAIT_N] = w
@@ -664,25 +691,25 @@ def simulate_kernel(
         for j in range(nbn):
             r = newb[j]
             batch[j, m] = r
-            s = stage[r]
+            s = rq[r, R_STAGE]
             if s == S_PWAIT:
-                stage[r] = S_PRUN
-                mf[m, F_MEM] += kvp[r]
-                if reserve_decode and tm[r] == m:
-                    mf[m, F_MEM] += kvt[r]
-                    resv[r] = True
-                pstart[r] = t
+                rq[r, R_STAGE] = S_PRUN
+                mf[m, F_MEM] += rf[r, Q_KVP]
+                if reserve_decode and rq[r, R_TM] == m:
+                    mf[m, F_MEM] += rf[r, Q_KVT]
+                    rq[r, R_RESV] = True
+                rf[r, Q_PSTART] = t
                 nprompt += 1
             else:
                 if s == S_TWAIT:
-                    if blocked[r]:
-                        blocked[r] = False
-                    elif not resv[r]:
-                        mf[m, F_MEM] += kvt[r]
-                    stage[r] = S_TRUN
-                if stage[r] == S_TRUN:
-                    ctx += p[r] + gen[r]
-                    rem = otok[r] - gen[r]
+                    if rq[r, R_BLOCKED]:
+                        rq[r, R_BLOCKED] = False
+                    elif not rq[r, R_RESV]:
+                        mf[m, F_MEM] += rf[r, Q_KVT]
+                    rq[r, R_STAGE] = S_TRUN
+                if rq[r, R_STAGE] == S_TRUN:
+                    ctx += rq[r, R_P] + rq[r, R_GEN]
+                    rem = rq[r, R_OTOK] - rq[r, R_GEN]
                     if rem < kmin:
                         kmin = rem
         mint[m, I_BATCH_N] = nbn
@@ -709,10 +736,16 @@ def simulate_kernel(
 
     if status == STATUS_OK:
         for r in range(n):
-            if stage[r] != S_DONE:
+            if rq[r, R_STAGE] != S_DONE:
                 status = STATUS_DEADLOCK
                 break
     busy = mf[:, F_BUSY].copy()
     iters = mint[:, I_ITERS].copy()
     batch_time = mf[:, F_BATCH_TIME].copy()
+    ttft = rf[:, Q_TTFT].copy()
+    e2e = rf[:, Q_E2E].copy()
+    pstart = rf[:, Q_PSTART].copy()
+    pm = rq[:, R_PM].copy()
+    tm = rq[:, R_TM].copy()
+    preempt = rq[:, R_PREEMPT].copy()
     return (status, ttft, e2e, pstart, pm, tm, preempt, busy, iters, batch_time, pool_moves, events, t)

@@ -29,7 +29,7 @@ class Design:
         return self.kind == "baseline"
 
 
-def _machine(
+def make_instance(
     gpu_or_machine: str,
     power_cap: float = 1.0,
     tp: int | None = None,
@@ -53,8 +53,8 @@ def default_kv_precision(weights: Precision) -> Precision:
 
 
 def _paper_designs() -> dict[str, Design]:
-    a100, h100 = _machine("dgx-a100"), _machine("dgx-h100")
-    h100cap = _machine("dgx-h100", 0.7)
+    a100, h100 = make_instance("dgx-a100"), make_instance("dgx-h100")
+    h100cap = make_instance("dgx-h100", 0.7)
     return {
         "baseline-a100": Design(name="baseline-a100", kind="baseline", prompt=a100, token=a100),
         "baseline-h100": Design(name="baseline-h100", kind="baseline", prompt=h100, token=h100),
@@ -95,11 +95,11 @@ def custom_design(
     prompt pool's options). Per pool: tensor parallelism (`None`: the whole node), weight precision
     and KV precision (`None`: the weights' for fp16/bf16/fp8, fp16 for int4 weights)."""
     token_gpu = prompt_gpu if token_gpu is None else token_gpu
-    prompt = _machine(prompt_gpu, prompt_power_cap, prompt_tp, prompt_precision, prompt_kv_precision)
+    prompt = make_instance(prompt_gpu, prompt_power_cap, prompt_tp, prompt_precision, prompt_kv_precision)
     token = (
         prompt
         if baseline
-        else _machine(token_gpu, token_power_cap, token_tp, token_precision, token_kv_precision)
+        else make_instance(token_gpu, token_power_cap, token_tp, token_precision, token_kv_precision)
     )
     label = name or (f"baseline-{prompt.name}" if baseline else f"split-{prompt.name}-{token.name}")
     return Design(name=label, kind="baseline" if baseline else "splitwise", prompt=prompt, token=token)

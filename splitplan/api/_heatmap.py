@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from splitplan.design import ClusterConfig, Design
+from splitplan.design import ClusterConfig, Design, pool_fields
 from splitplan.errors import InputError
 from splitplan.sim.scenario import Scenario
 from splitplan.slo import SLO_KEYS
@@ -178,6 +178,9 @@ class HeatmapResult:
         return {
             "design": self.design.name,
             "engine": self.engine,
+            # counts below are instances of each pool (whole nodes for whole-node instances)
+            **pool_fields(self.design.prompt, "prompt"),
+            **pool_fields(self.design.token, "token"),
             "prompt_range": [int(self.prompt_values[0]), int(self.prompt_values[-1])],
             "token_range": [int(self.token_values[0]), int(self.token_values[-1])],
             "points": len(self.prompt_machines),

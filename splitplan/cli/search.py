@@ -75,7 +75,27 @@ def search_command(
     ] = None,
     prompt_power_cap: Annotated[str, typer.Option(help="Prompt-pool cap: 0.7, or LO:HI to search.")] = "1.0",
     token_power_cap: Annotated[str, typer.Option(help="Token-pool cap: 0.7, or LO:HI to search.")] = "1.0",
-    prompt_range: Annotated[str | None, typer.Option(help="Prompt machines A:B (baseline: N).")] = None,
+    prompt_tp: Annotated[
+        str | None,
+        typer.Option(
+            help="Prompt-pool tensor parallelism: 8, or a list 2,4,8 to search (default: the node)."
+        ),
+    ] = None,
+    token_tp: Annotated[
+        str | None, typer.Option(help="Token-pool tensor parallelism: a value or a list.")
+    ] = None,
+    prompt_precision: Annotated[
+        str | None,
+        typer.Option(help="Prompt-pool weight precision(s): fp16, bf16, fp8, int4 (default fp16)."),
+    ] = None,
+    token_precision: Annotated[str | None, typer.Option(help="Token-pool weight precision(s).")] = None,
+    prompt_kv_precision: Annotated[
+        str | None, typer.Option(help="Prompt-pool KV-cache precision(s) (default: the weights').")
+    ] = None,
+    token_kv_precision: Annotated[str | None, typer.Option(help="Token-pool KV-cache precision(s).")] = None,
+    prompt_range: Annotated[
+        str | None, typer.Option(help="Prompt instances A:B (baseline: N); of the smallest TP when several.")
+    ] = None,
     token_range: Annotated[str | None, typer.Option(help="Token machines A:B.")] = None,
     workload: Annotated[str, typer.Option(help="coding, conversation or a trace CSV.")] = "coding",
     rate: Annotated[float, typer.Option(help="Target request rate, req/s.")] = 70.0,
@@ -124,6 +144,12 @@ def search_command(
         token_gpus=tuple(token_gpu or ()),
         prompt_power_cap=prompt_power_cap,
         token_power_cap=token_power_cap,
+        prompt_tp=prompt_tp,
+        token_tp=token_tp,
+        prompt_precision=prompt_precision,
+        token_precision=token_precision,
+        prompt_kv_precision=prompt_kv_precision,
+        token_kv_precision=token_kv_precision,
         prompt_range=prompt_range,
         token_range=token_range,
         max_machines=max_machines,

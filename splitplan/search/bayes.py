@@ -57,21 +57,30 @@ def _study_name(ctx: _Ctx, space: DesignSpace) -> str:
 
 def _suggest_pool(
     trial: Any, which: str, pool: PoolSpace, machines: tuple[int, int]
-) -> tuple[str, float, int]:
-    """One pool's GPU, power cap and machine count; a fixed dimension is not asked of the trial."""
+) -> tuple[str, float, int, tuple[Any, ...]]:
+    """One pool's GPU, power cap, machine count and instance (TP, weight and KV precision); a
+    fixed dimension is not asked of the trial."""
     gpu = trial.suggest_categorical(f"{which}_gpu", list(pool.gpus)) if len(pool.gpus) > 1 else pool.gpus[0]
     lo, hi = pool.power_cap
     cap = trial.suggest_float(f"{which}_power_cap", lo, hi) if lo < hi else lo
     n = trial.suggest_int(f"{which}_machines", *machines) if machines[0] < machines[1] else machines[0]
-    return gpu, cap, n
+    instance = tuple(
+        trial.suggest_categorical(f"{which}_{dim}", list(values)) if len(values) > 1 else values[0]
+        for dim, values in _instance_dims(pool)
+    )
+    return gpu, cap, n, instance
+
+
+def _instance_dims(pool: PoolSpace) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    return (("tp", pool.tps), ("precision", pool.precisions), ("kv_precision", pool.kv_precisions))
 
 
 def _suggest(trial: Any, space: DesignSpace) -> tuple[Design, int, int]:
-    pg, pc, p = _suggest_pool(trial, "prompt", space.prompt, space.prompt_range)
+    pg, pc, p, pi = _suggest_pool(trial, "prompt", space.prompt, space.prompt_range)
     if space.baseline:
-        return space.design(pg, pg, pc, pc), p, 0
-    tg, tc, t = _suggest_pool(trial, "token", space.token, space.token_range)
-    return space.design(pg, tg, pc, tc), p, t
+        return space.design(pg, pg, pc, pc, prompt_instance=pi), p, 0  # type: ignore[arg-type]
+    tg, tc, t, ti = _suggest_pool(trial, "token", space.token, space.token_range)
+    return space.design(pg, tg, pc, tc, prompt_instance=pi, token_instance=ti), p, t  # type: ignore[arg-type]
 
 
 def _distributions(space: DesignSpace) -> dict[str, Any]:
@@ -90,6 +99,9 @@ def _distributions(space: DesignSpace) -> dict[str, Any]:
             out[f"{name}_power_cap"] = FloatDistribution(*pool.power_cap)
         if rng[0] < rng[1]:
             out[f"{name}_machines"] = IntDistribution(*rng)
+        for dim, values in _instance_dims(pool):
+            if len(values) > 1:
+                out[f"{name}_{dim}"] = CategoricalDistribution(list(values))
     return out
 
 

@@ -55,8 +55,8 @@ class CachedEvaluator:
     def key(self, design: Design, p: int, t: int, factor: float) -> str:
         return point_key(
             self.space,
-            design.prompt.type.name,
-            design.token.type.name,
+            design.prompt.instance_name,
+            design.token.instance_name,
             design.prompt.power_cap,
             design.token.power_cap,
             int(p),

@@ -32,6 +32,7 @@ from splitplan.search.grid import (
     walk_columns,
     walk_line,
 )
+from splitplan.search.instances import combinations, expands, merge
 from splitplan.search.parallel import ProgressSink, Runner, chunks
 from splitplan.search.problem import DesignSpace, SearchProblem
 from splitplan.search.result import (
@@ -132,8 +133,15 @@ def run_search(
     results: dict[str, DesignResult] = {}
     points: list[dict[str, object]] = []
     try:
-        grid_spaces = [s for s in problem.spaces if problem.method_for(s) == "grid"]
-        bayes_spaces = [s for s in problem.spaces if problem.method_for(s) == "optuna"]
+        expanded = {s.name: combinations(s) for s in problem.spaces if expands(problem, s)}
+        grid_spaces = [
+            sub
+            for s in problem.spaces
+            for sub in expanded.get(s.name, [s] if problem.method_for(s) == "grid" else [])
+        ]
+        bayes_spaces = [
+            s for s in problem.spaces if s.name not in expanded and problem.method_for(s) == "optuna"
+        ]
         if grid_spaces and problem.objective == "throughput":
             _throughput_grid(ctx, grid_spaces, results, points)
         elif grid_spaces:
@@ -145,6 +153,9 @@ def run_search(
                 res, pts = optuna_space(ctx, space)
                 results[space.name] = res
                 points.extend(pts)
+        for s in problem.spaces:
+            if s.name in expanded:
+                results[s.name] = merge(problem, s, expanded[s.name], results, points)
     except KeyboardInterrupt:
         raise SearchInterrupted(ctx.ledger, ctx.des_evaluations) from None
     ordered = tuple(results[s.name] for s in problem.spaces)

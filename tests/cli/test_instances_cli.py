@@ -188,3 +188,33 @@ def test_bad_instances_are_one_line_and_exit_2(capsys, argv: list[str], message:
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
     assert re.search(message, err), err
+
+
+ACCEPTANCE = ["search", "--model", "llama3.1-70b", "--prompt-tp", "2,4,8", "--token-tp", "1,2,4,8"]
+ACCEPTANCE += ["--token-precision", "fp8"]
+# a small workload and count ranges (instances of the smallest TP) keep it a few seconds; the
+# full-size command is the same code path with Optuna for its larger space
+SMALLER = ["--rate", "5", "--duration", "30", "--prompt-range", "1:12", "--token-range", "1:24"]
+
+
+def test_acceptance_search_over_tp_per_pool(capsys) -> None:
+    doc = _json(capsys, [*ACCEPTANCE, *SMALLER, "--json"])
+    rows = {r["design"]: r for r in doc["results"]}
+    assert list(rows) == ["baseline-a100", "baseline-h100", "splitwise-hh", "splitwise-hhcap"]
+    assert any("splitwise-ha left out" in n for n in doc["notes"])
+    for name, r in rows.items():
+        assert r["method"] == "grid"
+        assert r["prompt_tp"] in (2, 4, 8)
+        assert r["prompt_precision"] == "fp16"
+        if name.startswith("splitwise"):
+            assert r["meets_slo"]
+            assert r["verified_by"] == "des"
+            assert r["token_tp"] in (1, 2, 4, 8)
+            assert (r["token_precision"], r["token_kv_precision"]) == ("fp8", "fp8")
+    best = doc["best"]
+    assert best["design"].startswith("splitwise")
+    assert best["token_tp"] is not None
+    assert main([*ACCEPTANCE, *SMALLER]) == 0
+    text = capsys.readouterr().out
+    winner = next(line for line in text.splitlines() if line.startswith("Winner:"))
+    assert f"tp{best['prompt_tp']} fp16 / tp{best['token_tp']} fp8" in winner

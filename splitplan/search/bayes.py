@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from splitplan.catalog import get_machine_type
 from splitplan.design import Design
 from splitplan.search.grid import decide_points
 from splitplan.search.problem import DesignSpace, PoolSpace
@@ -78,9 +79,21 @@ def _instance_dims(pool: PoolSpace) -> tuple[tuple[str, tuple[Any, ...]], ...]:
 def _suggest(trial: Any, space: DesignSpace) -> tuple[Design, int, int]:
     pg, pc, p, pi = _suggest_pool(trial, "prompt", space.prompt, space.prompt_range)
     if space.baseline:
-        return space.design(pg, pg, pc, pc, prompt_instance=pi), p, 0  # type: ignore[arg-type]
+        d = space.design(pg, pg, pc, pc, prompt_instance=pi)  # type: ignore[arg-type]
+        return d, _on_node_budget(p, space.prompt, d.prompt.tensor_parallel, space.prompt_range), 0
     tg, tc, t, ti = _suggest_pool(trial, "token", space.token, space.token_range)
-    return space.design(pg, tg, pc, tc, prompt_instance=pi, token_instance=ti), p, t  # type: ignore[arg-type]
+    d = space.design(pg, tg, pc, tc, prompt_instance=pi, token_instance=ti)  # type: ignore[arg-type]
+    p = _on_node_budget(p, space.prompt, d.prompt.tensor_parallel, space.prompt_range)
+    return d, p, _on_node_budget(t, space.token, d.token.tensor_parallel, space.token_range)
+
+
+def _on_node_budget(n: int, pool: PoolSpace, tp: int, rng: tuple[int, int]) -> int:
+    """A trial's count is in instances of the pool's smallest TP; a larger TP gets the instances of
+    the same GPUs (rounded up), so the sampler compares TPs on one scale (instances/instances.py)."""
+    if len(pool.tps) < 2:
+        return n
+    smallest = min(t or get_machine_type(g).gpus for g in pool.gpus for t in pool.tps)
+    return max(rng[0], -(-n * smallest // tp))
 
 
 def _distributions(space: DesignSpace) -> dict[str, Any]:

@@ -22,99 +22,107 @@ from splitplan.search import (
     run_search,
     scenario_fingerprint,
 )
-from splitplan.search.parallel import ProgressSink
-from splitplan.search.problem import DEFAULT_BASELINE_MAX, DEFAULT_SPLIT_RANGE
+from splitplan.search.objective import Engine, Method, Objective, parse_enum
+from splitplan.search.parallel import BACKENDS, ProgressSink
+from splitplan.search.problem import DEFAULT_BAND, DEFAULT_BASELINE_MAX, DEFAULT_SPLIT_RANGE
+
+Cap = float | tuple[float, float]
 
 
-def parse_cap(text: str | float) -> tuple[float, float]:
-    """A power cap "0.7" (fixed) or an interval "0.5:1.0" (a search dimension)."""
-    s = str(text)
-    try:
-        if ":" in s:
-            lo, hi = (float(x) for x in s.split(":", 1))
-            return lo, hi
-        v = float(s)
-    except ValueError:
-        raise InputError(f"power cap must be a number or LO:HI, got {text!r}") from None
-    return v, v
+def _cap_interval(value: Cap, name: str) -> tuple[float, float]:
+    """A fixed cap 0.7 → (0.7, 0.7); an interval (0.5, 1.0) is a search dimension."""
+    if isinstance(value, tuple) and len(value) == 2:
+        lo, hi = value
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        lo = hi = value
+    else:
+        raise InputError(f"`{name}` must be a number or a (lo, hi) pair, got {value!r}")
+    for v in (lo, hi):
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise InputError(f"`{name}` must be a number or a (lo, hi) pair, got {value!r}")
+    return float(lo), float(hi)
 
 
-def parse_range(text: str | None, what: str) -> tuple[int, int] | None:
-    if text is None:
+def _count_range(value: tuple[int, int] | None, name: str) -> tuple[int, int] | None:
+    if value is None:
         return None
-    try:
-        lo, hi = (int(x) for x in str(text).split(":", 1)) if ":" in str(text) else (int(text),) * 2
-    except ValueError:
-        raise InputError(f"{what} range must be A:B with integers, got {text!r}") from None
-    return lo, hi
+    ok = isinstance(value, tuple) and len(value) == 2
+    if (
+        not ok
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        or not 1 <= value[0] <= value[1]
+    ):
+        raise InputError(f"`{name}` must be a pair of whole numbers 1 ≤ lo ≤ hi, got {value!r}")
+    return value
 
 
-def parse_tp_list(text: str | int | None, what: str) -> tuple[int | None, ...]:
-    """`--prompt-tp 2,4,8` → (2, 4, 8); absent → (None,) (the whole node). Never rounded."""
-    if text is None:
-        return (None,)
-    out: list[int | None] = []
-    for part in str(text).split(","):
-        try:
-            v = int(part.strip())
-        except ValueError:
-            raise InputError(
-                f"--{what}-tp must be an integer or a comma list of integers, got {text!r}"
-            ) from None
+def _tp_choices(value: object, name: str) -> tuple[int, ...] | None:
+    """A TP 4 or TPs (2, 4, 8) → a tuple; None → the whole node. Never rounded."""
+    if value is None:
+        return None
+    values = value if isinstance(value, tuple) else (value,)
+    if not values or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        raise InputError(f"`{name}` must be an integer or a comma list of integers, got {value!r}")
+    for v in values:
         if v < 1:
-            raise InputError(f"--{what}-tp values must be ≥ 1, got {v}")
-        out.append(v)
-    if len(set(out)) != len(out):
-        raise InputError(f"--{what}-tp repeats a value: {text}")
-    return tuple(out)
+            raise InputError(f"`{name}` values must be ≥ 1, got {v}")
+    if len(set(values)) != len(values):
+        raise InputError(f"`{name}` repeats a value: {value!r}")
+    return values  # type: ignore[return-value]
 
 
-def parse_precision_list(text: str | None, what: str, *, kv: bool = False) -> tuple[str | None, ...]:
-    """`fp8` or `fp16,fp8` → validated names; absent → fp16 weights / KV following the weights."""
+def _precision_choices(value: object, name: str, *, kv: bool = False) -> tuple[str, ...] | None:
+    """A precision "fp8" or precisions ("fp16", "fp8") → validated names; None → the default."""
     from splitplan.catalog.precision import parse_precision
 
-    if text is None:
-        return (None,) if kv else ("fp16",)
-    flag = f"--{what}-kv-precision" if kv else f"--{what}-precision"
-    names = tuple(parse_precision(p, flag, kv=kv).value for p in str(text).split(","))
+    if value is None:
+        return None
+    values = value if isinstance(value, tuple) else (value,)
+    if not values:
+        raise InputError(f"`{name}` needs at least one precision")
+    names = tuple(parse_precision(v, f"`{name}`", kv=kv).value for v in values)
     if len(set(names)) != len(names):
-        raise InputError(f"{flag} repeats a value: {text}")
+        raise InputError(f"`{name}` repeats a value: {value!r}")
     return names
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SearchRequest:
-    """The CLI's options, typed. Empty `designs` and no custom pools → the six paper designs."""
+    """What to search, typed: numbers, tuples and enums (the CLI parses its strings into these).
+
+    Empty `designs` and no custom pools → the six paper designs. Power caps are a number (fixed)
+    or a (lo, hi) interval (searched); count ranges are (lo, hi) machine counts, inclusive.
+    """
 
     designs: tuple[str, ...] = ()
     prompt_gpus: tuple[str, ...] = ()
     token_gpus: tuple[str, ...] = ()
-    prompt_power_cap: str = "1.0"
-    token_power_cap: str = "1.0"
-    # instances per pool: TP (a value or a comma list; None: the whole node), weight precisions,
-    # KV precisions (None: follow the weights)
-    prompt_tp: str | None = None
-    token_tp: str | None = None
-    prompt_precision: str | None = None
-    token_precision: str | None = None
-    prompt_kv_precision: str | None = None
-    token_kv_precision: str | None = None
-    prompt_range: str | None = None
-    token_range: str | None = None
+    prompt_power_cap: Cap = 1.0
+    token_power_cap: Cap = 1.0
+    # instances per pool: TP (one or a tuple of choices; None: the whole node), weight precisions
+    # (None: fp16), KV precisions (None: follow the weights)
+    prompt_tp: int | tuple[int, ...] | None = None
+    token_tp: int | tuple[int, ...] | None = None
+    prompt_precision: str | tuple[str, ...] | None = None
+    token_precision: str | tuple[str, ...] | None = None
+    prompt_kv_precision: str | tuple[str, ...] | None = None
+    token_kv_precision: str | tuple[str, ...] | None = None
+    prompt_range: tuple[int, int] | None = None
+    token_range: tuple[int, int] | None = None
     max_machines: int | None = None
     workload: WorkloadRequest = field(default_factory=WorkloadRequest)
     model: str = "llama2-70b"
     perf: str | None = None
     config: str | Path | None = None
     slo: str | Path | None = None
-    objective: str = "cost"
+    objective: Objective = Objective.COST
     power_budget_kw: float | None = None
     cost_budget_usd_per_h: float | None = None
     budget: str | None = None
-    engine: str = "hybrid"
-    method: str = "auto"
+    engine: Engine = Engine.HYBRID
+    method: Method = Method.AUTO
     trials: int = 200
-    band: float = 0.3
+    band: float = DEFAULT_BAND
     rate_tol: float = 0.02
     seed: int = 0
     jobs: int = 1
@@ -122,12 +130,36 @@ class SearchRequest:
     scheduler: str | None = None
     storage: str | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "objective", parse_enum(Objective, self.objective, "objective"))
+        object.__setattr__(self, "engine", parse_enum(Engine, self.engine, "engine"))
+        object.__setattr__(self, "method", parse_enum(Method, self.method, "method"))
+        object.__setattr__(self, "prompt_power_cap", _cap_interval(self.prompt_power_cap, "prompt_power_cap"))
+        object.__setattr__(self, "token_power_cap", _cap_interval(self.token_power_cap, "token_power_cap"))
+        object.__setattr__(self, "prompt_range", _count_range(self.prompt_range, "prompt_range"))
+        object.__setattr__(self, "token_range", _count_range(self.token_range, "token_range"))
+        for pool in ("prompt", "token"):
+            tp = f"{pool}_tp"
+            object.__setattr__(self, tp, _tp_choices(getattr(self, tp), tp))
+            for field_name, kv in ((f"{pool}_precision", False), (f"{pool}_kv_precision", True)):
+                value = _precision_choices(getattr(self, field_name), field_name, kv=kv)
+                object.__setattr__(self, field_name, value)
+        mm = self.max_machines
+        if mm is not None and (isinstance(mm, bool) or not isinstance(mm, int) or mm < 1):
+            raise InputError(f"`max_machines` must be a whole number ≥ 1, got {mm!r}")
+        if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs == 0 or self.jobs < -1:
+            raise InputError(f"`jobs` must be a positive integer (or -1 for all cores), got {self.jobs!r}")
+        if self.backend not in BACKENDS:
+            raise InputError(f"`backend` must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
+        if self.backend == "dask" and not self.scheduler:
+            raise InputError("`backend` dask needs `scheduler` (an address such as tcp://host:8786)")
+
 
 def _instance_options(req: SearchRequest, which: str) -> dict[str, tuple]:
     return {
-        "tps": parse_tp_list(getattr(req, f"{which}_tp"), which),
-        "precisions": parse_precision_list(getattr(req, f"{which}_precision"), which),
-        "kv_precisions": parse_precision_list(getattr(req, f"{which}_kv_precision"), which, kv=True),
+        "tps": getattr(req, f"{which}_tp") or (None,),
+        "precisions": getattr(req, f"{which}_precision") or ("fp16",),
+        "kv_precisions": getattr(req, f"{which}_kv_precision") or (None,),
     }
 
 
@@ -153,8 +185,7 @@ def build_spaces(req: SearchRequest, notes: list[str] | None = None) -> tuple[De
     """The design spaces of a request. With instance options and no design named, the paper
     designs whose GPUs cannot run a chosen instance (fp8 on A100) are left out and said so in
     `notes`; a named design that cannot is an error."""
-    pr = parse_range(req.prompt_range, "prompt")
-    tr = parse_range(req.token_range, "token")
+    pr, tr = req.prompt_range, req.token_range
     notes = [] if notes is None else notes
     spaces: list[DesignSpace] = []
     custom = bool(req.prompt_gpus or req.token_gpus)
@@ -180,18 +211,20 @@ def build_spaces(req: SearchRequest, notes: list[str] | None = None) -> tuple[De
         spaces.append(space)
     if custom:
         if not req.prompt_gpus:
-            raise InputError("a custom design needs --prompt-gpu (and optionally --token-gpu)")
+            raise InputError("a custom design needs `prompt_gpus` (and optionally `token_gpus`)")
         baseline = any(n.lower().startswith("baseline") for n in req.designs) and not req.token_gpus
         if baseline and _has_instance_options(req, "token"):
             raise InputError(
-                "a custom baseline has one pool: give its instance with --prompt-tp/--prompt-precision"
+                "a custom baseline has one pool: give its instance with `prompt_tp`/`prompt_precision`"
             )
         cap = req.max_machines
         hi = cap if cap is not None else (DEFAULT_BASELINE_MAX if baseline else DEFAULT_SPLIT_RANGE[1])
         default = (1, hi)
-        prompt = PoolSpace(gpus=tuple(req.prompt_gpus), power_cap=parse_cap(req.prompt_power_cap), **p_opts)
+        prompt = PoolSpace(gpus=tuple(req.prompt_gpus), power_cap=req.prompt_power_cap, **p_opts)  # type: ignore[arg-type]
         token = PoolSpace(
-            gpus=tuple(req.token_gpus or req.prompt_gpus), power_cap=parse_cap(req.token_power_cap), **t_opts
+            gpus=tuple(req.token_gpus or req.prompt_gpus),
+            power_cap=req.token_power_cap,  # type: ignore[arg-type]
+            **t_opts,
         )
         label = "custom-" + "+".join(prompt.gpus) + ("" if baseline else "/" + "+".join(token.gpus))
         spaces = [s for s in spaces if not s.name.startswith("baseline") or not baseline]
@@ -209,8 +242,8 @@ def build_spaces(req: SearchRequest, notes: list[str] | None = None) -> tuple[De
         raise InputError("no design can run the chosen instances: " + "; ".join(notes))
     if _has_instance_options(req, "token") and all(s.baseline for s in spaces):
         raise InputError(
-            "a baseline has one pool: give its instance with --prompt-tp/--prompt-precision "
-            "(the --token-* instance options are for Splitwise designs)"
+            "a baseline has one pool: give its instance with `prompt_tp`/`prompt_precision` "
+            "(`token_tp`, `token_precision` and `token_kv_precision` are for Splitwise designs)"
         )
     return tuple(spaces)
 
@@ -245,25 +278,26 @@ def build_problem(req: SearchRequest, rate_rps: float, notes: list[str] | None =
         power = power if p2 is None else p2
         cost = cost if c2 is None else c2
     spaces = build_spaces(req, notes)
-    if req.objective == "throughput" and power is None and cost is None:
+    objective = req.objective
+    if objective is Objective.THROUGHPUT and power is None and cost is None:
         raise InputError(
-            "the throughput objective needs a budget: --power-budget-kw, "
-            "--cost-budget-usd-per-h or --budget iso-power|iso-cost"
+            "the throughput objective needs a budget: `power_budget_kw`, "
+            "`cost_budget_usd_per_h` or `budget` (iso-power or iso-cost)"
         )
-    if req.objective == "throughput" and req.max_machines is None and req.prompt_range is None:
+    if objective is Objective.THROUGHPUT and req.max_machines is None and req.prompt_range is None:
         # under a budget the count ranges follow from it (iso-power AA reaches 70 machines)
         spaces = tuple(_budget_ranges(s, power, cost) for s in spaces)
     return SearchProblem(
         spaces=spaces,
-        objective=req.objective,
+        objective=objective,
         rate_rps=rate_rps,  # type: ignore[arg-type]
         power_budget_kw=power,
         cost_budget_usd_per_h=cost,
-        engine=req.engine,  # type: ignore[arg-type]
+        engine=req.engine,
         method=req.method,
         trials=req.trials,
         seed=req.seed,
-        band=req.band,  # type: ignore[arg-type]
+        band=req.band,
         rate_tol=req.rate_tol,
     )
 
@@ -333,5 +367,5 @@ def _check_instances_fit(problem: SearchProblem, scenario) -> None:
                     kv_capacity_bytes(scenario.model, m, scenario.weight_bytes_on(m))
                 except InputError as exc:
                     raise type(exc)(
-                        f"{space.name} {which} pool: {exc} (or drop it from --{which}-tp)"
+                        f"{space.name} {which} pool: {exc} (or drop it from `{which}_tp`)"
                     ) from None

@@ -1,4 +1,4 @@
-"""Layer 0: a `models` catalog entry from a Hugging Face `config.json` (a local file; nothing is
+"""Layer 1: a `models` catalog entry from a Hugging Face `config.json` (a local file; nothing is
 downloaded).
 
 Parameter counts are computed from the architecture, not read from a model card: embeddings (and

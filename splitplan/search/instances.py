@@ -17,8 +17,9 @@ import itertools
 from dataclasses import replace
 
 from splitplan.catalog import get_machine_type
+from splitplan.search.objective import Method
 from splitplan.search.problem import DesignSpace, PoolSpace, SearchProblem
-from splitplan.search.result import DesignResult, SearchOutcome, empty_result
+from splitplan.search.result import DesignResult, empty_result
 
 GRID_POINT_LIMIT = 4 * 39 * 39  # DES-decidable grid points up to which combinations are exhaustive
 _SEP = "#"  # parent design name # combination index: the name of one combination's grid
@@ -76,11 +77,11 @@ def _grid_points(space: DesignSpace) -> int:
 def expands(problem: SearchProblem, space: DesignSpace) -> bool:
     """Solve this space as exhaustive per-combination grids (else the usual method applies)."""
     pools = [space.prompt] if space.baseline else [space.prompt, space.token]
-    if not any(p.has_instance_choices for p in pools) or problem.method == "optuna":
+    if not any(p.has_instance_choices for p in pools) or problem.method is Method.OPTUNA:
         return False
     if any(p.power_cap[0] < p.power_cap[1] for p in pools):
         return False  # a continuous cap is Optuna's
-    if problem.method == "grid":
+    if problem.method is Method.GRID:
         return True
     return sum(_grid_points(s) for s in combinations(space)) <= GRID_POINT_LIMIT
 
@@ -92,7 +93,7 @@ def merge(
     results: dict[str, DesignResult],
     points: list[dict[str, object]],
 ) -> DesignResult:
-    """The design's row: the best combination (objective, then fewer nodes, then option order);
+    """The design's row: the best combination (search.objective's tie-break, then option order);
     its points are relabelled with the design's name (their TP and precision columns tell them
     apart)."""
     names = {s.name for s in subs}
@@ -104,20 +105,5 @@ def merge(
     ok = [r for r in rows if r.meets_slo]
     if not ok:
         return replace(empty_result(space.name, space.design(), des_evaluations=n_des, method="grid"))
-    outcome = SearchOutcome(
-        objective=problem.objective, results=tuple(ok), points=[], des_evaluations=0, wall_s=0.0, engine=""
-    )
-    best = outcome.best
-    assert best is not None
-    key = _objective_key(problem.objective, best)
-    tied = [r for r in ok if _objective_key(problem.objective, r) == key]
-    best = min(tied, key=lambda r: r.machines or 0)  # stable: option order among equal nodes
+    best = min(ok, key=lambda r: r.rank_key(problem.objective))  # the one tie-break; stable: option order
     return replace(best, design=space.name, des_evaluations=n_des, method="grid")
-
-
-def _objective_key(objective: str, r: DesignResult) -> tuple[float, ...]:
-    if objective == "throughput":
-        return (round(r.rate_rps or 0.0, 9), round(r.cost_usd_per_h or 0.0, 9))
-    if objective == "power":
-        return (round(r.power_kw or 0.0, 9), round(r.cost_usd_per_h or 0.0, 9))
-    return (round(r.cost_usd_per_h or 0.0, 9), round(r.power_kw or 0.0, 9))

@@ -52,10 +52,10 @@ from splitplan.design import ClusterConfig, Design
 from splitplan.errors import InputError
 from splitplan.perf import kv_capacity_bytes
 from splitplan.sim._queueing import bisect_increasing, erlang_c, mgc_wait, row_percentiles
+from splitplan.sim.kv_transfer import kv_transfer_s
 from splitplan.sim.result import SimResult
 from splitplan.sim.scenario import Scenario
-from splitplan.sim.transfer import kv_link_bytes_per_s, kv_transfer_bytes_per_token
-from splitplan.slo import PERCENTILES, SLO_KEYS, reference_latencies, verdict
+from splitplan.slo import PERCENTILES, SLO_KEYS, reference_latencies, slo_margins, verdict
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -134,7 +134,8 @@ class AnalyticBatch:
     stable: BoolArray
     utilization_prompt: FloatArray
     utilization_token: FloatArray
-    margin: FloatArray
+    margin: FloatArray  # SLO margin (slo.slo_margins), not masked by `stable`
+    binding: npt.NDArray[np.str_]  # the limit that sets `margin`
     cost_usd_per_h: FloatArray
     power_kw: FloatArray
     decode_batch: FloatArray
@@ -275,23 +276,6 @@ def _draw_sample(scenario: Scenario, n: int | None) -> _Sample:
     )
 
 
-def _link_bytes_per_s(scenario: Scenario, design: Design) -> float:
-    return kv_link_bytes_per_s(scenario, design)
-
-
-def kv_transfer_s(scenario: Scenario, design: Design, prompt_tokens: FloatArray) -> FloatArray:
-    """KV-cache transfer time per request from prompt to token machine (SPLITWISE.md §4)."""
-    sim = scenario.sim
-    link = _link_bytes_per_s(scenario, design)
-    serial = prompt_tokens * kv_transfer_bytes_per_token(scenario, design) / link
-    if sim.kv_transfer == "serialized":
-        return serial
-    overhead = sim.layerwise_overhead_s
-    if overhead is None:
-        overhead = 0.008 if link <= 200e9 else 0.005
-    return np.where(prompt_tokens >= sim.layerwise_min_prompt_tokens, np.minimum(overhead, serial), serial)
-
-
 # ---------------------------------------------------------------------------------------------
 # public entry points
 
@@ -372,17 +356,11 @@ def evaluate_grid(
                 out_lat[f"{name}_p{pct}"][s:e] = q_lat[j]
                 out_sd[f"{name}_p{pct}"][s:e] = q_sd[j]
 
-    margin = np.full(npts, np.inf)
-    for kind, limits in (("slowdown", scenario.slo.slowdown), ("latency", scenario.slo.latency_s)):
-        values = out_sd if kind == "slowdown" else out_lat
-        for key, limit in limits.items():
-            v = values[key]
-            h = np.where(v > 0, limit / np.maximum(v, 1e-300) - 1.0, np.inf)
-            margin = np.minimum(margin, h)
+    slo = slo_margins(scenario.slo, out_sd, out_lat)
+    margin = slo.margin
     meets = stable & (margin >= 0.0)
-    d = design
-    cost = pm * d.prompt.cost_usd_per_h + tm * d.token.cost_usd_per_h
-    power = pm * d.prompt.power_kw + tm * d.token.power_kw
+    cost = design.cost_usd_per_h(pm, tm)
+    power = design.power_kw(pm, tm)
     return AnalyticBatch(
         design=design,
         scenario=scenario,
@@ -396,6 +374,7 @@ def evaluate_grid(
         utilization_prompt=up,
         utilization_token=ut,
         margin=margin,
+        binding=slo.binding,
         cost_usd_per_h=cost.astype(np.float64),
         power_kw=power.astype(np.float64),
         decode_batch=nb,

@@ -168,3 +168,37 @@ def test_a_bad_user_catalog_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys
         assert "does not exist" in capsys.readouterr().err
     finally:
         clear_caches()
+
+
+def _stack_copy(src: str, dst: Path, name: str) -> None:
+    from splitplan._paths import data_dir
+
+    text = (data_dir() / "perf" / f"{src}.toml").read_text()
+    dst.write_text(text.replace(f'name = "{src}"', f'name = "{name}"', 1))
+
+
+def test_a_catalog_folder_s_perf_stack_is_found_by_name_and_reread(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv(CATALOG_ENV, "")
+    clear_caches()
+    d = tmp_path / "stacks"
+    (d / "perf").mkdir(parents=True)
+    run = ["simulate", "--design", "splitwise-hh", "--prompt", "2", "--token", "2", "--engine", "analytic"]
+    run += ["--rate", "4", "--duration", "20", "--json"]
+
+    def result(argv: list[str]) -> dict:
+        doc = _json(capsys, argv)
+        return {k: v for k, v in doc.items() if k not in ("sim_wall_s", "perf")}
+
+    try:
+        assert main([*run, "--perf", "mystack"]) == 2
+        assert "unknown performance stack 'mystack'" in capsys.readouterr().err
+        _stack_copy("splitwise-sim", d / "perf" / "mystack.toml", "mystack")
+        mine = result(["--catalog", str(d), *run, "--perf", "mystack"])
+        assert mine == result([*run, "--perf", "splitwise-sim"])
+        # the same file rewritten: a new --catalog reads it again (its cache is the catalog's)
+        _stack_copy("tensorrt-llm", d / "perf" / "mystack.toml", "mystack")
+        again = result(["--catalog", str(d), *run, "--perf", "mystack"])
+        assert again == result([*run, "--perf", "tensorrt-llm"])
+        assert again != mine
+    finally:
+        clear_caches()

@@ -18,11 +18,12 @@ from splitplan.api._simulate import WorkloadRequest
 def _search(workload: str):
     req = api.SearchRequest(
         designs=("splitwise-hh",),
-        token_tp="1,2,4,8",
+        token_tp=(1, 2, 4, 8),
         token_precision="fp8",
-        prompt_range="1:10",
-        token_range="1:24",
+        prompt_range=(1, 10),
+        token_range=(1, 24),
         model="llama3.1-70b",
+        perf="analytic",  # the iteration times the reasoning above is about
         workload=WorkloadRequest(workload=workload, rate_rps=4.0, duration_s=60.0),
     )
     out = api.search(req)

@@ -67,7 +67,7 @@ def test_kv_transfer_is_sized_at_the_senders_precision_over_the_instances_link(k
         cfg = ClusterConfig(
             design=custom_design("dgx-h100", "dgx-h100", **kw), prompt_machines=1, token_machines=1
         )
-        des = transfer_times_s(sc, cfg, p)
+        des = transfer_times_s(sc, cfg.design, p)
         np.testing.assert_array_equal(des, analytic.kv_transfer_s(sc, cfg.design, p))  # one rule
         return des
 

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from splitplan.catalog import Machine, get_machine_type
+from splitplan.catalog.precision import Precision, parse_precision
 from splitplan.errors import CatalogError, InputError
 
 DesignKind = Literal["baseline", "splitwise"]
@@ -54,13 +55,32 @@ class Design:
         return p * self.prompt.power_kw + t * self.token.power_kw
 
 
-def _machine(gpu_or_machine: str, power_cap: float = 1.0) -> Machine:
-    return Machine(type=get_machine_type(gpu_or_machine), power_cap=power_cap)
+def make_instance(
+    gpu_or_machine: str,
+    power_cap: float = 1.0,
+    tp: int | None = None,
+    precision: str | Precision = Precision.FP16,
+    kv_precision: str | Precision | None = None,
+) -> Machine:
+    weights = parse_precision(precision, "weight precision")
+    kv = default_kv_precision(weights) if kv_precision is None else kv_precision
+    return Machine(
+        type=get_machine_type(gpu_or_machine),
+        power_cap=power_cap,
+        tp=tp,
+        weight_precision=weights,
+        kv_precision=parse_precision(kv, "KV-cache precision", kv=True),
+    )
+
+
+def default_kv_precision(weights: Precision) -> Precision:
+    """The KV cache follows the weights (fp16, bf16, fp8); int4 weights keep a 16-bit cache."""
+    return Precision.FP16 if weights is Precision.INT4 else weights
 
 
 def _paper_designs() -> dict[str, Design]:
-    a100, h100 = _machine("dgx-a100"), _machine("dgx-h100")
-    h100cap = _machine("dgx-h100", 0.7)
+    a100, h100 = make_instance("dgx-a100"), make_instance("dgx-h100")
+    h100cap = make_instance("dgx-h100", 0.7)
     return {
         "baseline-a100": Design(name="baseline-a100", kind="baseline", prompt=a100, token=a100),
         "baseline-h100": Design(name="baseline-h100", kind="baseline", prompt=h100, token=h100),
@@ -90,18 +110,34 @@ def custom_design(
     *,
     baseline: bool = False,
     name: str | None = None,
+    prompt_tp: int | None = None,
+    token_tp: int | None = None,
+    prompt_precision: str | Precision = Precision.FP16,
+    token_precision: str | Precision = Precision.FP16,
+    prompt_kv_precision: str | Precision | None = None,
+    token_kv_precision: str | Precision | None = None,
 ) -> Design:
-    """A design from any catalog GPU/machine per pool; `baseline` makes one mixed pool."""
+    """A design from any catalog GPU/machine per pool; `baseline` makes one mixed pool (the
+    prompt pool's options). Per pool: tensor parallelism (`None`: the whole node), weight precision
+    and KV precision (`None`: the weights' for fp16/bf16/fp8, fp16 for int4 weights)."""
     token_gpu = prompt_gpu if token_gpu is None else token_gpu
-    prompt = _machine(prompt_gpu, prompt_power_cap)
-    token = prompt if baseline else _machine(token_gpu, token_power_cap)
+    prompt = make_instance(prompt_gpu, prompt_power_cap, prompt_tp, prompt_precision, prompt_kv_precision)
+    token = (
+        prompt
+        if baseline
+        else make_instance(token_gpu, token_power_cap, token_tp, token_precision, token_kv_precision)
+    )
     label = name or (f"baseline-{prompt.name}" if baseline else f"split-{prompt.name}-{token.name}")
     return Design(name=label, kind="baseline" if baseline else "splitwise", prompt=prompt, token=token)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClusterConfig:
-    """A design with pool sizes. Baselines: `prompt_machines` = N and `token_machines` = 0."""
+    """A design with pool sizes. Baselines: `prompt_machines` = N and `token_machines` = 0.
+
+    Sizes count instances of the pool's `Machine` (a whole node for the paper's designs); `nodes`
+    gives the whole nodes they occupy.
+    """
 
     design: Design
     prompt_machines: int
@@ -132,6 +168,20 @@ class ClusterConfig:
         return self.prompt_machines + self.token_machines
 
     @property
+    def prompt_nodes(self) -> int:
+        """Whole nodes the prompt pool's instances occupy (the baseline's one pool)."""
+        return self.design.prompt.nodes_for(self.prompt_machines)
+
+    @property
+    def token_nodes(self) -> int:
+        return 0 if self.design.is_baseline else self.design.token.nodes_for(self.token_machines)
+
+    @property
+    def nodes(self) -> int:
+        """Whole nodes of the cluster (pools do not share nodes); = machines for whole-node instances."""
+        return self.prompt_nodes + self.token_nodes
+
+    @property
     def cost_usd_per_h(self) -> float:
         return float(self.design.cost_usd_per_h(self.prompt_machines, self.token_machines))
 
@@ -144,3 +194,12 @@ class ClusterConfig:
         if self.design.is_baseline:
             return f"{self.design.name} ×{self.machines}"
         return f"{self.design.name} {self.prompt_machines}P+{self.token_machines}T"
+
+
+def pool_fields(machine: Machine, which: str) -> dict[str, object]:
+    """The columns that describe one pool's instances in JSON results and parquet records."""
+    return {
+        f"{which}_tp": machine.tensor_parallel,
+        f"{which}_precision": machine.weight_precision.value,
+        f"{which}_kv_precision": machine.kv_precision.value,
+    }

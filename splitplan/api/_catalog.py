@@ -8,9 +8,11 @@ from splitplan.catalog import (
     GpuSpec,
     MachineType,
     ModelSpec,
+    entry_origin,
     list_gpus,
     list_machine_types,
     list_models,
+    user_catalog_dirs,
 )
 from splitplan.design import PAPER_DESIGNS, Design, get_design
 
@@ -31,7 +33,9 @@ class CatalogListing:
                     "hbm_bytes_per_s": g.hbm_bytes_per_s,
                     "fp16_flops": g.fp16_flops,
                     "tdp_w": g.tdp_w,
+                    "fp8_flops": g.fp8_flops,
                     "source": g.source,
+                    "origin": entry_origin("gpu", g.name),
                 }
                 for g in self.gpus
             ],
@@ -44,7 +48,9 @@ class CatalogListing:
                     "power_kw": m.rated_power_kw,
                     "memory_bytes": m.memory_bytes,
                     "interconnect_bytes_per_s": m.interconnect_bytes_per_s,
+                    "tp_choices": list(m.tp_choices),
                     "source": m.source,
+                    "origin": entry_origin("machine", m.name),
                 }
                 for m in self.machines
             ],
@@ -61,7 +67,11 @@ class CatalogListing:
                     "dtype_bytes": m.dtype_bytes,
                     "weight_bytes": m.weight_bytes,
                     "kv_bytes_per_token": m.kv_bytes_per_token,
+                    "experts": m.experts,
+                    "experts_per_token": m.experts_per_token,
+                    "mla_kv_dim": m.mla_kv_dim,
                     "source": m.source,
+                    "origin": entry_origin("model", m.name),
                 }
                 for m in self.models
             ],
@@ -76,6 +86,7 @@ class CatalogListing:
                 }
                 for d in self.designs
             ],
+            "user_catalogs": [str(p) for p in user_catalog_dirs()],
         }
 
 

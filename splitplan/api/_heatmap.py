@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from splitplan.design import Design
+from splitplan.catalog import Machine
+from splitplan.design import Design, make_instance, pool_fields
 from splitplan.errors import InputError
 from splitplan.search import (
     Decision,
@@ -163,6 +164,9 @@ class HeatmapResult:
         return {
             "design": self.design.name,
             "engine": self.engine,
+            # counts below are instances of each pool (whole nodes for whole-node instances)
+            **pool_fields(self.design.prompt, "prompt"),
+            **pool_fields(self.design.token, "token"),
             "prompt_range": [int(self.prompt_values[0]), int(self.prompt_values[-1])],
             "token_range": [int(self.token_values[0]), int(self.token_values[-1])],
             "points": len(self.prompt_machines),
@@ -191,14 +195,28 @@ def _space(design: Design, prompt_range: tuple[int, int], token_range: tuple[int
     space = DesignSpace(
         name=design.name,
         baseline=False,
-        prompt=PoolSpace(gpus=(design.prompt.type.name,), power_cap=(design.prompt.power_cap,) * 2),
-        token=PoolSpace(gpus=(design.token.type.name,), power_cap=(design.token.power_cap,) * 2),
+        prompt=_pool_of(design.prompt),
+        token=_pool_of(design.token),
         prompt_range=prompt_range,
         token_range=token_range,
     )
     if space.design() != design:
         raise InputError(f"design {design.name!r} is not the design of that name; give it another name")
     return space
+
+
+def _pool_of(machine: Machine) -> PoolSpace:
+    """The fixed pool of one instance: its GPU, cap, TP and precisions (a KV precision that follows
+    the weights stays implicit, so a paper design's space is that design)."""
+    weights = machine.weight_precision.value
+    follows = make_instance(machine.type.name, machine.power_cap, machine.tp, weights, None) == machine
+    return PoolSpace(
+        gpus=(machine.type.name,),
+        power_cap=(machine.power_cap,) * 2,
+        tps=(machine.tp,),
+        precisions=(weights,),
+        kv_precisions=(None if follows else machine.kv_precision.value,),
+    )
 
 
 def _des_decisions(outcomes: list[SearchOutcome]) -> dict[tuple[int, int], Decision]:

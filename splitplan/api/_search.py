@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from splitplan.api._simulate import WorkloadRequest, build_scenario
@@ -56,6 +56,36 @@ def _count_range(value: tuple[int, int] | None, name: str) -> tuple[int, int] | 
     return value
 
 
+def _tp_choices(value: object, name: str) -> tuple[int, ...] | None:
+    """A TP 4 or TPs (2, 4, 8) → a tuple; None → the whole node. Never rounded."""
+    if value is None:
+        return None
+    values = value if isinstance(value, tuple) else (value,)
+    if not values or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        raise InputError(f"`{name}` must be an integer or a comma list of integers, got {value!r}")
+    for v in values:
+        if v < 1:
+            raise InputError(f"`{name}` values must be ≥ 1, got {v}")
+    if len(set(values)) != len(values):
+        raise InputError(f"`{name}` repeats a value: {value!r}")
+    return values  # type: ignore[return-value]
+
+
+def _precision_choices(value: object, name: str, *, kv: bool = False) -> tuple[str, ...] | None:
+    """A precision "fp8" or precisions ("fp16", "fp8") → validated names; None → the default."""
+    from splitplan.catalog.precision import parse_precision
+
+    if value is None:
+        return None
+    values = value if isinstance(value, tuple) else (value,)
+    if not values:
+        raise InputError(f"`{name}` needs at least one precision")
+    names = tuple(parse_precision(v, f"`{name}`", kv=kv).value for v in values)
+    if len(set(names)) != len(names):
+        raise InputError(f"`{name}` repeats a value: {value!r}")
+    return names
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SearchRequest:
     """What to search, typed: numbers, tuples and enums (the CLI parses its strings into these).
@@ -69,6 +99,14 @@ class SearchRequest:
     token_gpus: tuple[str, ...] = ()
     prompt_power_cap: Cap = 1.0
     token_power_cap: Cap = 1.0
+    # instances per pool: TP (one or a tuple of choices; None: the whole node), weight precisions
+    # (None: fp16), KV precisions (None: follow the weights)
+    prompt_tp: int | tuple[int, ...] | None = None
+    token_tp: int | tuple[int, ...] | None = None
+    prompt_precision: str | tuple[str, ...] | None = None
+    token_precision: str | tuple[str, ...] | None = None
+    prompt_kv_precision: str | tuple[str, ...] | None = None
+    token_kv_precision: str | tuple[str, ...] | None = None
     prompt_range: tuple[int, int] | None = None
     token_range: tuple[int, int] | None = None
     max_machines: int | None = None
@@ -100,6 +138,12 @@ class SearchRequest:
         object.__setattr__(self, "token_power_cap", _cap_interval(self.token_power_cap, "token_power_cap"))
         object.__setattr__(self, "prompt_range", _count_range(self.prompt_range, "prompt_range"))
         object.__setattr__(self, "token_range", _count_range(self.token_range, "token_range"))
+        for pool in ("prompt", "token"):
+            tp = f"{pool}_tp"
+            object.__setattr__(self, tp, _tp_choices(getattr(self, tp), tp))
+            for field_name, kv in ((f"{pool}_precision", False), (f"{pool}_kv_precision", True)):
+                value = _precision_choices(getattr(self, field_name), field_name, kv=kv)
+                object.__setattr__(self, field_name, value)
         mm = self.max_machines
         if mm is not None and (isinstance(mm, bool) or not isinstance(mm, int) or mm < 1):
             raise InputError(f"`max_machines` must be a whole number ≥ 1, got {mm!r}")
@@ -111,26 +155,77 @@ class SearchRequest:
             raise InputError("`backend` dask needs `scheduler` (an address such as tcp://host:8786)")
 
 
-def build_spaces(req: SearchRequest) -> tuple[DesignSpace, ...]:
+def _instance_options(req: SearchRequest, which: str) -> dict[str, tuple]:
+    return {
+        "tps": getattr(req, f"{which}_tp") or (None,),
+        "precisions": getattr(req, f"{which}_precision") or ("fp16",),
+        "kv_precisions": getattr(req, f"{which}_kv_precision") or (None,),
+    }
+
+
+def _has_instance_options(req: SearchRequest, which: str) -> bool:
+    return any(getattr(req, f"{which}_{k}") is not None for k in ("tp", "precision", "kv_precision"))
+
+
+def _scaled_default(rng: tuple[int, int], pool: PoolSpace) -> tuple[int, int]:
+    """A default count range (whole nodes) in instances of the pool's smallest TP."""
+    return rng[0], rng[1] * pool.max_instances_per_node()
+
+
+def _excluded_by(pool_gpus: tuple[str, ...], opts: dict[str, tuple]) -> str | None:
+    """Why these GPUs cannot run every instance choice (fp8 support, TP tiling), else None."""
+    try:
+        PoolSpace(gpus=pool_gpus, **opts)
+    except InputError as exc:
+        return str(exc)
+    return None
+
+
+def build_spaces(req: SearchRequest, notes: list[str] | None = None) -> tuple[DesignSpace, ...]:
+    """The design spaces of a request. With instance options and no design named, the paper
+    designs whose GPUs cannot run a chosen instance (fp8 on A100) are left out and said so in
+    `notes`; a named design that cannot is an error."""
     pr, tr = req.prompt_range, req.token_range
+    notes = [] if notes is None else notes
     spaces: list[DesignSpace] = []
     custom = bool(req.prompt_gpus or req.token_gpus)
+    p_opts, t_opts = _instance_options(req, "prompt"), _instance_options(req, "token")
+    with_instances = _has_instance_options(req, "prompt") or _has_instance_options(req, "token")
     names = list(req.designs) or ([] if custom else list(PAPER_DESIGNS))
     for name in names:
         if name.lower().startswith("custom"):
             continue
-        spaces.append(
-            paper_space(name.lower(), max_machines=req.max_machines, prompt_range=pr, token_range=tr)
-        )
+        space = paper_space(name.lower(), max_machines=req.max_machines, prompt_range=pr, token_range=tr)
+        if with_instances:
+            why = _excluded_by(space.prompt.gpus, p_opts) or (
+                None if space.baseline else _excluded_by(space.token.gpus, t_opts)
+            )
+            if why is not None:
+                if req.designs:
+                    raise InputError(f"{space.name}: {why}")
+                notes.append(f"{space.name} left out: {why}")
+                continue
+            space = _with_instances(space, p_opts, t_opts, explicit_prompt=pr, explicit_token=tr)
+            if space.baseline and _has_instance_options(req, "token"):
+                notes.append(f"{space.name}: one pool, run with the prompt-pool instance options")
+        spaces.append(space)
     if custom:
         if not req.prompt_gpus:
             raise InputError("a custom design needs `prompt_gpus` (and optionally `token_gpus`)")
         baseline = any(n.lower().startswith("baseline") for n in req.designs) and not req.token_gpus
+        if baseline and _has_instance_options(req, "token"):
+            raise InputError(
+                "a custom baseline has one pool: give its instance with `prompt_tp`/`prompt_precision`"
+            )
         cap = req.max_machines
         hi = cap if cap is not None else (DEFAULT_BASELINE_MAX if baseline else DEFAULT_SPLIT_RANGE[1])
         default = (1, hi)
-        prompt = PoolSpace(gpus=tuple(req.prompt_gpus), power_cap=req.prompt_power_cap)  # type: ignore[arg-type]
-        token = PoolSpace(gpus=tuple(req.token_gpus or req.prompt_gpus), power_cap=req.token_power_cap)  # type: ignore[arg-type]
+        prompt = PoolSpace(gpus=tuple(req.prompt_gpus), power_cap=req.prompt_power_cap, **p_opts)  # type: ignore[arg-type]
+        token = PoolSpace(
+            gpus=tuple(req.token_gpus or req.prompt_gpus),
+            power_cap=req.token_power_cap,  # type: ignore[arg-type]
+            **t_opts,
+        )
         label = "custom-" + "+".join(prompt.gpus) + ("" if baseline else "/" + "+".join(token.gpus))
         spaces = [s for s in spaces if not s.name.startswith("baseline") or not baseline]
         spaces.append(
@@ -139,20 +234,50 @@ def build_spaces(req: SearchRequest) -> tuple[DesignSpace, ...]:
                 baseline=baseline,
                 prompt=prompt,
                 token=token,
-                prompt_range=pr or default,
-                token_range=tr or default,
+                prompt_range=pr or _scaled_default(default, prompt),
+                token_range=tr or _scaled_default(default, token),
             )
+        )
+    if not spaces:
+        raise InputError("no design can run the chosen instances: " + "; ".join(notes))
+    if _has_instance_options(req, "token") and all(s.baseline for s in spaces):
+        raise InputError(
+            "a baseline has one pool: give its instance with `prompt_tp`/`prompt_precision` "
+            "(`token_tp`, `token_precision` and `token_kv_precision` are for Splitwise designs)"
         )
     return tuple(spaces)
 
 
-def build_problem(req: SearchRequest, rate_rps: float) -> SearchProblem:
+def _with_instances(
+    space: DesignSpace,
+    p_opts: dict[str, tuple],
+    t_opts: dict[str, tuple],
+    *,
+    explicit_prompt: tuple[int, int] | None,
+    explicit_token: tuple[int, int] | None,
+) -> DesignSpace:
+    from dataclasses import replace
+
+    prompt = replace(space.prompt, **p_opts)
+    token = prompt if space.baseline else replace(space.token, **t_opts)
+    return replace(
+        space,
+        prompt=prompt,
+        token=token,
+        prompt_range=explicit_prompt or _scaled_default(space.prompt_range, prompt),
+        token_range=space.token_range
+        if space.baseline
+        else (explicit_token or _scaled_default(space.token_range, token)),
+    )
+
+
+def build_problem(req: SearchRequest, rate_rps: float, notes: list[str] | None = None) -> SearchProblem:
     power, cost = req.power_budget_kw, req.cost_budget_usd_per_h
     if req.budget is not None:
         p2, c2 = named_budget(req.budget)
         power = power if p2 is None else p2
         cost = cost if c2 is None else c2
-    spaces = build_spaces(req)
+    spaces = build_spaces(req, notes)
     objective = req.objective
     if objective is Objective.THROUGHPUT and power is None and cost is None:
         raise InputError(
@@ -217,9 +342,30 @@ def search(
         if req.workload.trace is None and req.workload.rate_rps
         else scenario.workload.rate_rps
     )
-    problem = build_problem(req, float(rate))
+    notes: list[str] = []
+    problem = build_problem(req, float(rate), notes)
+    _check_instances_fit(problem, scenario)
     runner = Runner(jobs=req.jobs, backend=req.backend, scheduler=req.scheduler)
     with PointStore(req.storage, scenario_fingerprint(scenario)) as store:
-        return run_search(
+        outcome = run_search(
             problem, evaluator or SimEvaluator(scenario), runner=runner, store=store, progress=progress
         )
+    return replace(outcome, notes=tuple(notes)) if notes else outcome
+
+
+def _check_instances_fit(problem: SearchProblem, scenario) -> None:
+    """Every instance choice must hold the model and some KV (before any search time is spent)."""
+    from splitplan.perf import kv_capacity_bytes
+    from splitplan.search.problem import instance_machine
+
+    for space in problem.spaces:
+        pools = [("prompt", space.prompt)] + ([] if space.baseline else [("token", space.token)])
+        for which, pool in pools:
+            for choice in pool.instance_choices():
+                m = instance_machine(choice, pool.power_cap[0])
+                try:
+                    kv_capacity_bytes(scenario.model, m, scenario.weight_bytes_on(m))
+                except InputError as exc:
+                    raise type(exc)(
+                        f"{space.name} {which} pool: {exc} (or drop it from `{which}_tp`)"
+                    ) from None

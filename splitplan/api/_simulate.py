@@ -71,14 +71,49 @@ def resolve_design(
     token_gpu: str | None = None,
     prompt_power_cap: float = 1.0,
     token_power_cap: float = 1.0,
+    prompt_tp: int | None = None,
+    token_tp: int | None = None,
+    prompt_precision: str | None = None,
+    token_precision: str | None = None,
+    prompt_kv_precision: str | None = None,
+    token_kv_precision: str | None = None,
 ) -> Design:
-    """A paper design by name, or a custom one from pool GPUs and caps."""
-    if prompt_gpu is not None or token_gpu is not None:
-        if prompt_gpu is None:
-            raise InputError("a custom design needs --prompt-gpu (and optionally --token-gpu)")
-        baseline = name is not None and name.startswith("baseline")
-        return custom_design(prompt_gpu, token_gpu, prompt_power_cap, token_power_cap, baseline=baseline)
-    return get_design(name or "splitwise-hh")
+    """A paper design by name, or a custom one from pool GPUs, caps and instances (TP, weight and
+    KV precision). Instance options on a named design keep its GPUs and caps."""
+    prompt_inst = (prompt_tp, prompt_precision, prompt_kv_precision)
+    token_inst = (token_tp, token_precision, token_kv_precision)
+    instances = any(x is not None for x in prompt_inst + token_inst)
+    if prompt_gpu is None and token_gpu is None and not instances:
+        return get_design(name or "splitwise-hh")
+    if prompt_gpu is None and token_gpu is not None:
+        raise InputError("a custom design needs --prompt-gpu (and optionally --token-gpu)")
+    baseline = name is not None and name.lower().startswith("baseline")
+    if prompt_gpu is None:  # instance options on a paper design: its pools' GPUs and caps
+        paper = get_design(name or "splitwise-hh")
+        prompt_gpu, token_gpu = paper.prompt.type.name, paper.token.type.name
+        baseline = paper.is_baseline
+        if prompt_power_cap == 1.0:
+            prompt_power_cap = paper.prompt.power_cap
+        if token_power_cap == 1.0:
+            token_power_cap = paper.token.power_cap
+    if baseline and any(x is not None for x in token_inst):
+        raise InputError(
+            "a baseline has one pool: give its instance with --prompt-tp/--prompt-precision/"
+            "--prompt-kv-precision (the --token-* instance options are for Splitwise designs)"
+        )
+    return custom_design(
+        prompt_gpu,
+        token_gpu,
+        prompt_power_cap,
+        token_power_cap,
+        baseline=baseline,
+        prompt_tp=prompt_tp,
+        token_tp=token_tp,
+        prompt_precision=prompt_precision or "fp16",
+        token_precision=token_precision or "fp16",
+        prompt_kv_precision=prompt_kv_precision,
+        token_kv_precision=token_kv_precision,
+    )
 
 
 def make_config(design: Design, prompt: int | None, token: int | None, machines: int | None) -> ClusterConfig:

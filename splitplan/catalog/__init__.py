@@ -1,5 +1,6 @@
 """Layer 1 — the catalog: GPUs, machine types, models (pure data, validated, frozen)."""
 
+from splitplan.catalog._load import entry_origin, use_user_catalogs, user_catalog_dirs
 from splitplan.catalog.hardware import (
     GpuSpec,
     Machine,
@@ -17,11 +18,14 @@ __all__ = [
     "Machine",
     "MachineType",
     "ModelSpec",
+    "entry_origin",
     "get_gpu",
     "get_machine_type",
     "get_model",
     "list_gpus",
     "list_machine_types",
     "list_models",
+    "use_user_catalogs",
+    "user_catalog_dirs",
     "validate_power_cap",
 ]

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from functools import cache
 
-from splitplan.catalog._load import load_table
+from splitplan.catalog._load import entry_origin, load_table, register_cache, register_schema
 from splitplan.catalog.precision import Precision, parse_precision
 from splitplan.errors import CatalogError, InputError
 
@@ -180,14 +180,20 @@ class Machine:
     def name(self) -> str:
         if self.label:
             return self.label
+        cap = "" if self.power_cap == 1.0 else f"@{self.power_cap:g}"
+        return self.instance_name + cap
+
+    @property
+    def instance_name(self) -> str:
+        """Node type, TP (unless the whole node) and precisions (unless fp16): `dgx-h100/tp2/fp8`;
+        a whole-node fp16 instance is named by its node type alone (the paper's machines)."""
         parts = [self.type.name]
         if not self.is_whole_node:
             parts.append(f"tp{self.tensor_parallel}")
         if self.weight_precision is not Precision.FP16 or self.kv_precision is not Precision.FP16:
             kv = "" if self.kv_precision == self.weight_precision else f"+kv{self.kv_precision.value}"
             parts.append(f"{self.weight_precision.value}{kv}")
-        cap = "" if self.power_cap == 1.0 else f"@{self.power_cap:g}"
-        return "/".join(parts) + cap
+        return "/".join(parts)
 
     @property
     def power_kw(self) -> float:
@@ -207,15 +213,24 @@ class Machine:
         return -(-int(instances) * self.tensor_parallel // self.type.gpus)
 
 
+register_schema("gpu", GpuSpec)
+register_schema("machine", MachineType)
+
+
+@register_cache
 @cache
 def get_gpu(name: str) -> GpuSpec:
     table = load_table("gpu")
     key = name.lower()
     if key not in table:
         raise CatalogError(f"unknown GPU {name!r} (known: {', '.join(sorted(table))})")
-    return GpuSpec(name=key, **table[key])
+    try:
+        return GpuSpec(name=key, **table[key])
+    except CatalogError as exc:
+        raise CatalogError(f"{entry_origin('gpu', key)} catalog: {exc}") from None
 
 
+@register_cache
 @cache
 def get_machine_type(name: str) -> MachineType:
     """A machine type by machine name (dgx-h100) or by GPU name (h100-80gb → its 8-GPU machine)."""
@@ -228,8 +243,14 @@ def get_machine_type(name: str) -> MachineType:
             raise CatalogError(f"unknown machine or GPU {name!r} (known: {', '.join(known)})")
         key = by_gpu[0]
     entry = dict(table[key])
-    gpu = get_gpu(entry.pop("gpu"))
-    return MachineType(name=key, gpu=gpu, **entry)
+    try:
+        gpu = get_gpu(str(entry.pop("gpu")))
+    except CatalogError as exc:
+        raise CatalogError(f"machine {key!r} ({entry_origin('machine', key)}): {exc}") from None
+    try:
+        return MachineType(name=key, gpu=gpu, **entry)
+    except CatalogError as exc:
+        raise CatalogError(f"{entry_origin('machine', key)} catalog: {exc}") from None
 
 
 def list_gpus() -> list[GpuSpec]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from splitplan.catalog._load import load_table
+from splitplan.catalog._load import entry_origin, load_table, register_cache, register_schema
 from splitplan.catalog.precision import Precision
 from splitplan.errors import CatalogError
 
@@ -98,13 +98,20 @@ class ModelSpec:
         return self.active_params < self.params
 
 
+register_schema("model", ModelSpec)
+
+
+@register_cache
 @cache
 def get_model(name: str) -> ModelSpec:
     table = load_table("model")
     key = name.lower()
     if key not in table:
         raise CatalogError(f"unknown model {name!r} (known: {', '.join(sorted(table))})")
-    return ModelSpec(name=key, **table[key])
+    try:
+        return ModelSpec(name=key, **table[key])
+    except CatalogError as exc:
+        raise CatalogError(f"{entry_origin('model', key)} catalog: {exc}") from None
 
 
 def list_models() -> list[ModelSpec]:

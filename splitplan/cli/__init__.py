@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
@@ -34,8 +35,42 @@ def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version_callback, is_eager=True, help="Print the version."
     ),
+    catalog: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--catalog",
+            metavar="DIR",
+            help="A user catalog folder (gpus/machines/models.toml, perf/) adding to or overriding the "
+            "shipped one; repeatable; any command takes it (also $SPLITPLAN_CATALOG).",
+        ),
+    ] = None,
 ) -> None:
     """Plan phase-split (prefill/decode) LLM inference clusters that meet all nine latency SLOs."""
+    if catalog:
+        from pathlib import Path
+
+        from splitplan.catalog import use_user_catalogs
+
+        use_user_catalogs([Path(c) for c in catalog])
+
+
+def _catalog_first(argv: list[str]) -> list[str]:
+    """`--catalog DIR` is accepted anywhere on the line; it is a root option, so it moves first."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--catalog" and i + 1 < len(argv):
+            front += [a, argv[i + 1]]
+            i += 2
+            continue
+        if a.startswith("--catalog="):
+            front.append(a)
+        else:
+            rest.append(a)
+        i += 1
+    return front + rest
 
 
 def _register() -> None:
@@ -69,7 +104,8 @@ _register()
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: one line on stderr and exit 2 for bad input, never a traceback."""
     try:
-        rv = app(args=argv, standalone_mode=False)
+        args = _catalog_first(list(sys.argv[1:] if argv is None else argv))
+        rv = app(args=args, standalone_mode=False)
         if isinstance(rv, int):  # a command's own exit code (e.g. 130 after Ctrl-C kept partial work)
             return rv
     except typer.Exit as exc:

@@ -39,3 +39,20 @@ PromptGpuOpt = Annotated[str | None, typer.Option(help="Custom design: prompt-po
 TokenGpuOpt = Annotated[str | None, typer.Option(help="Custom design: token-pool GPU or machine.")]
 PromptCapOpt = Annotated[float, typer.Option(help="Prompt-pool power cap in (0, 1].")]
 TokenCapOpt = Annotated[float, typer.Option(help="Token-pool power cap in (0, 1].")]
+PromptTpOpt = Annotated[
+    int | None, typer.Option(help="Prompt-pool tensor parallelism: GPUs per instance (default: the node).")
+]
+TokenTpOpt = Annotated[int | None, typer.Option(help="Token-pool tensor parallelism (default: the node).")]
+PromptPrecisionOpt = Annotated[
+    str | None, typer.Option(help="Prompt-pool weight precision: fp16, bf16, fp8 or int4 (default fp16).")
+]
+TokenPrecisionOpt = Annotated[str | None, typer.Option(help="Token-pool weight precision (default fp16).")]
+PromptKvOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Prompt-pool KV-cache precision: fp16, bf16 or fp8 (default: the weights'; fp16 for int4)."
+    ),
+]
+TokenKvOpt = Annotated[
+    str | None, typer.Option(help="Token-pool KV-cache precision (default: the weights').")
+]

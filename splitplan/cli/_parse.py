@@ -56,3 +56,20 @@ def library_errors_as_flags() -> Iterator[None]:
 
 _FLAG = {"prompt_gpus": "prompt_gpu", "token_gpus": "token_gpu"}  # repeatable options, singular
 _PARAM = re.compile(r"`([a-z][a-z0-9_]*)`")
+
+
+def parse_int_list(text: str | None, option: str) -> tuple[int, ...] | None:
+    """ "2,4,8" → (2, 4, 8); absent → None. The library checks the values (≥ 1, no repeats)."""
+    if text is None:
+        return None
+    try:
+        return tuple(int(part.strip()) for part in str(text).split(","))
+    except ValueError:
+        raise InputError(f"{option} must be an integer or a comma list of integers, got {text!r}") from None
+
+
+def parse_name_list(text: str | None) -> tuple[str, ...] | None:
+    """ "fp16,fp8" → ("fp16", "fp8"); absent → None. The library checks the names."""
+    if text is None:
+        return None
+    return tuple(part.strip() for part in str(text).split(","))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -22,7 +23,7 @@ def catalog_command(
 
     con = console()
     t = Table(title="GPUs")
-    for col in ("name", "memory GB", "HBM TB/s", "fp16 TFLOP/s", "TDP W", "source"):
+    for col in ("name", "memory GB", "HBM TB/s", "fp16 TFLOP/s", "fp8 TFLOP/s", "TDP W", "source", "from"):
         t.add_column(col)
     for g in listing.gpus:
         t.add_row(
@@ -30,12 +31,14 @@ def catalog_command(
             f"{g.memory_bytes / 1e9:.0f}",
             f"{g.hbm_bytes_per_s / 1e12:.2f}",
             f"{g.fp16_flops / 1e12:.0f}",
+            "—" if g.fp8_flops is None else f"{g.fp8_flops / 1e12:.0f}",
             f"{g.tdp_w:.0f}",
             g.source,
+            _origin("gpu", g.name),
         )
     con.print(t)
     t = Table(title="Machine types")
-    for col in ("name", "GPU", "GPUs", "$/h", "power kW", "link GB/s", "source"):
+    for col in ("name", "GPU", "GPUs", "$/h", "power kW", "link GB/s", "source", "from"):
         t.add_column(col)
     for m in listing.machines:
         t.add_row(
@@ -46,10 +49,11 @@ def catalog_command(
             f"{m.rated_power_kw:.2f}",
             f"{m.interconnect_bytes_per_s / 1e9:.0f}",
             m.source,
+            _origin("machine", m.name),
         )
     con.print(t)
     t = Table(title="Models")
-    for col in ("name", "layers", "hidden", "heads/kv", "params B", "weights GB", "KV KiB/token"):
+    for col in ("name", "layers", "hidden", "heads/kv", "params B", "weights GB", "KV KiB/token", "from"):
         t.add_column(col)
     for spec in listing.models:
         active = f" ({spec.active_params / 1e9:.1f} active)" if spec.is_sparse else ""
@@ -61,6 +65,7 @@ def catalog_command(
             f"{spec.params / 1e9:.1f}{active}",
             f"{spec.weight_bytes / 1e9:.0f}",
             f"{spec.kv_bytes_per_token / 1024:.0f}",
+            _origin("model", spec.name),
         )
     con.print(t)
     t = Table(title="Designs")
@@ -71,5 +76,56 @@ def catalog_command(
     con.print(t)
 
 
+def _origin(kind: str, name: str) -> str:
+    from splitplan.catalog import entry_origin
+
+    where = entry_origin(kind, name)
+    return where if where == "shipped" else f"user: {where}"
+
+
+def import_hf_command(
+    config: Annotated[
+        Path, typer.Argument(help="A Hugging Face config.json (a local file; nothing is downloaded).")
+    ],
+    name: Annotated[
+        str | None, typer.Option(help="Catalog name of the model (default: the folder's name).")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="User catalog folder to add the entry to (its models.toml); default: print it."),
+    ] = None,
+) -> None:
+    """Write a `models` entry from a Hugging Face config.json (parameter counts computed)."""
+    from splitplan.catalog.hf import add_to_catalog, entry_toml, model_entry_from_hf
+
+    entry_name, entry = model_entry_from_hf(config, name)
+    if out is None:
+        typer.echo(entry_toml(entry_name, entry), nl=False)
+        return
+    path = add_to_catalog(out, entry_name, entry)
+    typer.echo(
+        f"model {entry_name}: {entry['params'] / 1e9:.2f}B parameters ({entry['active_params'] / 1e9:.2f}B "
+        f"active), computed from the architecture; written to {path}"
+    )
+
+
 def register(app: typer.Typer) -> None:
-    app.command("catalog")(catalog_command)
+    group = typer.Typer(
+        name="catalog",
+        help="List GPUs, machine types, models and designs; import models.",
+        invoke_without_command=True,
+        no_args_is_help=False,
+    )
+    group.callback(invoke_without_command=True)(_catalog_group)
+    group.command("import-hf")(import_hf_command)
+    app.add_typer(group, name="catalog")
+
+
+def _catalog_group(
+    ctx: typer.Context,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+) -> None:
+    """List GPUs, machine types, models and designs with cost, power and where each entry comes from
+    (shipped, or a user catalog given by --catalog DIR / $SPLITPLAN_CATALOG)."""
+    if ctx.invoked_subcommand is None:
+        catalog_command(json_out=json_out)

@@ -75,7 +75,27 @@ def search_command(
     ] = None,
     prompt_power_cap: Annotated[str, typer.Option(help="Prompt-pool cap: 0.7, or LO:HI to search.")] = "1.0",
     token_power_cap: Annotated[str, typer.Option(help="Token-pool cap: 0.7, or LO:HI to search.")] = "1.0",
-    prompt_range: Annotated[str | None, typer.Option(help="Prompt machines A:B (baseline: N).")] = None,
+    prompt_tp: Annotated[
+        str | None,
+        typer.Option(
+            help="Prompt-pool tensor parallelism: 8, or a list 2,4,8 to search (default: the node)."
+        ),
+    ] = None,
+    token_tp: Annotated[
+        str | None, typer.Option(help="Token-pool tensor parallelism: a value or a list.")
+    ] = None,
+    prompt_precision: Annotated[
+        str | None,
+        typer.Option(help="Prompt-pool weight precision(s): fp16, bf16, fp8, int4 (default fp16)."),
+    ] = None,
+    token_precision: Annotated[str | None, typer.Option(help="Token-pool weight precision(s).")] = None,
+    prompt_kv_precision: Annotated[
+        str | None, typer.Option(help="Prompt-pool KV-cache precision(s) (default: the weights').")
+    ] = None,
+    token_kv_precision: Annotated[str | None, typer.Option(help="Token-pool KV-cache precision(s).")] = None,
+    prompt_range: Annotated[
+        str | None, typer.Option(help="Prompt instances A:B (baseline: N); of the smallest TP when several.")
+    ] = None,
     token_range: Annotated[str | None, typer.Option(help="Token machines A:B.")] = None,
     workload: Annotated[str, typer.Option(help="coding, conversation or a trace CSV.")] = "coding",
     rate: Annotated[float, typer.Option(help="Target request rate, req/s.")] = 70.0,
@@ -112,7 +132,13 @@ def search_command(
     from splitplan import api
     from splitplan.api._simulate import WorkloadRequest
     from splitplan.cli._common import console, print_json
-    from splitplan.cli._parse import library_errors_as_flags, parse_cap, parse_range
+    from splitplan.cli._parse import (
+        library_errors_as_flags,
+        parse_cap,
+        parse_int_list,
+        parse_name_list,
+        parse_range,
+    )
     from splitplan.report.render import search_summary, search_table
     from splitplan.report.tables import points_table, write_parquet_atomic
     from splitplan.search import Engine, Method, Objective, SearchInterrupted
@@ -129,6 +155,12 @@ def search_command(
             token_gpus=tuple(token_gpu or ()),
             prompt_power_cap=parse_cap(prompt_power_cap, "--prompt-power-cap"),
             token_power_cap=parse_cap(token_power_cap, "--token-power-cap"),
+            prompt_tp=parse_int_list(prompt_tp, "--prompt-tp"),
+            token_tp=parse_int_list(token_tp, "--token-tp"),
+            prompt_precision=parse_name_list(prompt_precision),
+            token_precision=parse_name_list(token_precision),
+            prompt_kv_precision=parse_name_list(prompt_kv_precision),
+            token_kv_precision=parse_name_list(token_kv_precision),
             prompt_range=None
             if prompt_range is None
             else parse_range(prompt_range, "--prompt-range", single=True),

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from splitplan._io import write_text_atomic
 from splitplan._paths import data_dir
+from splitplan.catalog._load import register_cache, user_catalog_dirs
 from splitplan.errors import InputError
 from splitplan.perf.physical import StackParams
 
@@ -112,6 +113,7 @@ def _params_from(d: object, where: str, base: dict[str, float] | None = None) ->
         raise InputError(f"{where}: {exc}") from None
 
 
+@register_cache  # a --catalog folder's stack may replace a file read before (catalog.clear_caches)
 @cache
 def load_stack_file(path: str) -> Stack:
     p = Path(path)
@@ -147,7 +149,6 @@ def load_stack_file(path: str) -> Stack:
 
 
 def _stack_dirs() -> list[Path]:
-    from splitplan.catalog._load import user_catalog_dirs
 
     # later user folders override earlier ones, and all override the shipped stacks
     return [d / "perf" for d in reversed(user_catalog_dirs())] + [data_dir() / "perf"]

@@ -48,8 +48,18 @@ def make_table(
 def _config_cell(r: DesignResult) -> str:
     if not r.meets_slo:
         return "infeasible"
+
+    def tp(n: int | None) -> str:
+        return "" if n is None or n == 8 else f"×tp{n}"
+
     if r.baseline:
+        if r.instances is not None and r.instances != r.machines:
+            return f"N={r.instances}{tp(r.prompt_tp)}"
         return f"N={r.machines}"
+    if r.prompt_instances is not None and (
+        r.prompt_instances != r.prompt_machines or r.token_instances != r.token_machines
+    ):
+        return f"{r.prompt_instances}P{tp(r.prompt_tp)}+{r.token_instances}T{tp(r.token_tp)}"
     return f"{r.prompt_machines}P+{r.token_machines}T"
 
 
@@ -63,17 +73,38 @@ def _pools_cell(r: DesignResult) -> str:
     return f"{pool(r.prompt_gpu, r.prompt_power_cap)} / {pool(r.token_gpu, r.token_power_cap)}"
 
 
+def _instance_cell(r: DesignResult) -> str:
+    """Each pool's instance: TP and weight precision (and KV precision where it differs)."""
+
+    def inst(tp: int | None, w: str | None, kv: str | None) -> str:
+        extra = "" if kv in (None, w) else f"+kv{kv}"
+        return f"tp{tp} {w}{extra}"
+
+    p = inst(r.prompt_tp, r.prompt_precision, r.prompt_kv_precision)
+    if r.baseline:
+        return p
+    return f"{p} / {inst(r.token_tp, r.token_precision, r.token_kv_precision)}"
+
+
+def _paper_instances(r: DesignResult) -> bool:
+    fp16 = all(x in (None, "fp16") for x in (r.prompt_precision, r.token_precision))
+    kv16 = all(x in (None, "fp16") for x in (r.prompt_kv_precision, r.token_kv_precision))
+    return fp16 and kv16 and r.prompt_instances == r.prompt_machines and r.token_instances == r.token_machines
+
+
 def search_table(outcome: SearchOutcome) -> Any:
     """One row per design: best configuration, cost, power, throughput, binding SLO, verified-by."""
     best = outcome.best
     # paper designs say their pools in their names; show pools only for custom families
     show_pools = any(r.design.startswith("custom") for r in outcome.results)
+    show_instances = not all(_paper_instances(r) for r in outcome.results)
     rows = []
     for r in outcome.results:
         star = " *" if best is not None and r is best else ""
         row = (
             [r.design + star]
             + ([_pools_cell(r)] if show_pools else [])
+            + ([_instance_cell(r)] if show_instances else [])
             + [
                 _config_cell(r),
                 fmt(r.cost_usd_per_h, ",.0f"),
@@ -93,9 +124,10 @@ def search_table(outcome: SearchOutcome) -> Any:
     columns = (
         ["design"]
         + (["pools"] if show_pools else [])
+        + (["instances"] if show_instances else [])
         + ["config", "$/h", "kW", "req/s", "binding", "headroom", "verified"]
     )
-    first_number = 3 if show_pools else 2
+    first_number = 2 + int(show_pools) + int(show_instances)
     return make_table(title, columns, rows, right_from=first_number, no_wrap=tuple(range(len(columns))))
 
 
@@ -107,7 +139,7 @@ def search_summary(outcome: SearchOutcome) -> str:
         f"\n[yellow]No configuration meets all nine SLOs for: {', '.join(infeasible)}[/]"
         if infeasible
         else ""
-    )
+    ) + "".join(f"\n[yellow]Note: {n}[/]" for n in outcome.notes)
     if best is None:
         return "[bold red]No design meets all nine SLOs in the searched space.[/]"
     what = {
@@ -115,7 +147,8 @@ def search_summary(outcome: SearchOutcome) -> str:
         "power": f"{best.power_kw:,.1f} kW",
         "throughput": f"{fmt(best.rate_rps, '.1f')} req/s",
     }[outcome.objective]
-    line = f"[bold green]Winner:[/] {best.design} {_config_cell(best)} at {what}"
+    inst = "" if _paper_instances(best) else f" ({_instance_cell(best)})"
+    line = f"[bold green]Winner:[/] {best.design} {_config_cell(best)}{inst} at {what}"
     save = outcome.savings_vs_baseline()
     base = outcome.best_baseline
     if save is not None and base is not None and base is not best:

@@ -16,9 +16,28 @@ SCHEMA_VERSION = "1"
 # otherwise; `rate_rps` is the load the point was judged at (throughput searches probe many).
 SEARCH_COLUMNS: tuple[str, ...] = POINT_KEYS + SLO_KEYS
 
-_INT = ("prompt_machines", "token_machines", "machines")
+_INT = (
+    "prompt_machines",
+    "token_machines",
+    "machines",
+    "prompt_instances",
+    "token_instances",
+    "instances",
+    "prompt_tp",
+    "token_tp",
+)
 _BOOL = ("within_budget", "meets_slo")
-_STR = ("design", "prompt_gpu", "token_gpu", "decided_by", "binding_slo")
+_STR = (
+    "design",
+    "prompt_gpu",
+    "token_gpu",
+    "decided_by",
+    "binding_slo",
+    "prompt_precision",
+    "token_precision",
+    "prompt_kv_precision",
+    "token_kv_precision",
+)
 
 
 def search_schema() -> Any:

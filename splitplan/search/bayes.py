@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from splitplan.catalog import get_machine_type
 from splitplan.design import Design
 from splitplan.search.context import SearchContext, call
 from splitplan.search.grid import decide_points
@@ -56,21 +57,42 @@ def _study_name(ctx: SearchContext, space: DesignSpace) -> str:
 
 def _suggest_pool(
     trial: Any, which: str, pool: PoolSpace, machines: tuple[int, int]
-) -> tuple[str, float, int]:
-    """One pool's GPU, power cap and machine count; a fixed dimension is not asked of the trial."""
+) -> tuple[str, float, int, tuple[Any, ...]]:
+    """One pool's GPU, power cap, machine count and instance (TP, weight and KV precision); a
+    fixed dimension is not asked of the trial."""
     gpu = trial.suggest_categorical(f"{which}_gpu", list(pool.gpus)) if len(pool.gpus) > 1 else pool.gpus[0]
     lo, hi = pool.power_cap
     cap = trial.suggest_float(f"{which}_power_cap", lo, hi) if lo < hi else lo
     n = trial.suggest_int(f"{which}_machines", *machines) if machines[0] < machines[1] else machines[0]
-    return gpu, cap, n
+    instance = tuple(
+        trial.suggest_categorical(f"{which}_{dim}", list(values)) if len(values) > 1 else values[0]
+        for dim, values in _instance_dims(pool)
+    )
+    return gpu, cap, n, instance
+
+
+def _instance_dims(pool: PoolSpace) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    return (("tp", pool.tps), ("precision", pool.precisions), ("kv_precision", pool.kv_precisions))
 
 
 def _suggest(trial: Any, space: DesignSpace) -> tuple[Design, int, int]:
-    pg, pc, p = _suggest_pool(trial, "prompt", space.prompt, space.prompt_range)
+    pg, pc, p, pi = _suggest_pool(trial, "prompt", space.prompt, space.prompt_range)
     if space.baseline:
-        return space.design(pg, pg, pc, pc), p, 0
-    tg, tc, t = _suggest_pool(trial, "token", space.token, space.token_range)
-    return space.design(pg, tg, pc, tc), p, t
+        d = space.design(pg, pg, pc, pc, prompt_instance=pi)  # type: ignore[arg-type]
+        return d, _on_node_budget(p, space.prompt, d.prompt.tensor_parallel, space.prompt_range), 0
+    tg, tc, t, ti = _suggest_pool(trial, "token", space.token, space.token_range)
+    d = space.design(pg, tg, pc, tc, prompt_instance=pi, token_instance=ti)  # type: ignore[arg-type]
+    p = _on_node_budget(p, space.prompt, d.prompt.tensor_parallel, space.prompt_range)
+    return d, p, _on_node_budget(t, space.token, d.token.tensor_parallel, space.token_range)
+
+
+def _on_node_budget(n: int, pool: PoolSpace, tp: int, rng: tuple[int, int]) -> int:
+    """A trial's count is in instances of the pool's smallest TP; a larger TP gets the instances of
+    the same GPUs (rounded up), so the sampler compares TPs on one scale (instances/instances.py)."""
+    if len(pool.tps) < 2:
+        return n
+    smallest = min(t or get_machine_type(g).gpus for g in pool.gpus for t in pool.tps)
+    return max(rng[0], -(-n * smallest // tp))
 
 
 def _distributions(space: DesignSpace) -> dict[str, Any]:
@@ -89,6 +111,9 @@ def _distributions(space: DesignSpace) -> dict[str, Any]:
             out[f"{name}_power_cap"] = FloatDistribution(*pool.power_cap)
         if rng[0] < rng[1]:
             out[f"{name}_machines"] = IntDistribution(*rng)
+        for dim, values in _instance_dims(pool):
+            if len(values) > 1:
+                out[f"{name}_{dim}"] = CategoricalDistribution(list(values))
     return out
 
 

@@ -45,7 +45,7 @@ class PointKey(NamedTuple):
     """
 
     space: str
-    prompt_gpu: str
+    prompt_gpu: str  # the pool's instance name (GPU type, TP and precision when not whole-node)
     token_gpu: str
     prompt_power_cap: float
     token_power_cap: float
@@ -77,8 +77,8 @@ class CachedEvaluator:
     def key(self, design: Design, p: int, t: int, factor: float) -> PointKey:
         return PointKey(
             self.space,
-            design.prompt.type.name,
-            design.token.type.name,
+            design.prompt.instance_name,
+            design.token.instance_name,
             float(design.prompt.power_cap),
             float(design.token.power_cap),
             int(p),

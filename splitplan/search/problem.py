@@ -7,14 +7,15 @@ Validation happens here, once, so the strategies can assume a well-formed proble
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from splitplan.catalog import get_machine_type, validate_power_cap
-from splitplan.design import PAPER_DESIGNS, Design, custom_design, get_design
+from splitplan.catalog import Machine, get_machine_type, validate_power_cap
+from splitplan.design import PAPER_DESIGNS, Design, custom_design, get_design, make_instance
 from splitplan.errors import InputError
 from splitplan.search.objective import Engine, Method, Objective, parse_enum
 
@@ -49,10 +50,15 @@ def _check_range(r: tuple[int, int], what: str) -> tuple[int, int]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PoolSpace:
-    """Choices for one pool: GPU/machine types (one = fixed) and a power-cap interval (lo = hi: fixed)."""
+    """Choices for one pool: GPU/machine types (one = fixed), a power-cap interval (lo = hi: fixed),
+    and the instance: tensor-parallel sizes (`None`: the whole node), weight precisions and KV
+    precisions (`None`: follow the weights). Every combination must be a valid instance."""
 
     gpus: tuple[str, ...]
     power_cap: tuple[float, float] = (1.0, 1.0)
+    tps: tuple[int | None, ...] = (None,)
+    precisions: tuple[str, ...] = ("fp16",)
+    kv_precisions: tuple[str | None, ...] = (None,)
 
     def __post_init__(self) -> None:
         if not self.gpus:
@@ -64,10 +70,45 @@ class PoolSpace:
         if hi < lo:
             raise InputError(f"power-cap range must have lo ≤ hi, got {lo}:{hi}")
         object.__setattr__(self, "power_cap", (lo, hi))
+        for what, values in (
+            ("TP", self.tps),
+            ("precision", self.precisions),
+            ("KV precision", self.kv_precisions),
+        ):
+            if not values:
+                raise InputError(f"a pool needs at least one {what} choice")
+            if len(set(values)) != len(values):
+                raise InputError(f"{what} choices repeat: {', '.join(map(str, values))}")
+        for choice in self.instance_choices():
+            instance_machine(choice, lo)  # raises InputError naming the bad combination
+
+    def instance_choices(self) -> list[tuple[str, int | None, str, str | None]]:
+        """Every (GPU/machine, TP, weight precision, KV precision) of the pool, in option order."""
+        return list(itertools.product(self.gpus, self.tps, self.precisions, self.kv_precisions))
+
+    @property
+    def has_instance_choices(self) -> bool:
+        return len(self.tps) > 1 or len(self.precisions) > 1 or len(self.kv_precisions) > 1
 
     @property
     def dims(self) -> int:
-        return int(len(self.gpus) > 1) + int(self.power_cap[0] < self.power_cap[1])
+        discrete = (self.gpus, self.tps, self.precisions, self.kv_precisions)
+        return sum(int(len(c) > 1) for c in discrete) + int(self.power_cap[0] < self.power_cap[1])
+
+    def max_instances_per_node(self) -> int:
+        """Instances of the smallest choice that fit one node (1 when every choice is a whole node)."""
+        return max(
+            get_machine_type(g).gpus // (tp or get_machine_type(g).gpus) for g in self.gpus for tp in self.tps
+        )
+
+
+def instance_machine(choice: tuple[str, int | None, str, str | None], power_cap: float = 1.0) -> Machine:
+    """The Machine of one instance choice; a bad combination is one line naming it and the fix."""
+    gpu, tp, precision, kv = choice
+    try:
+        return make_instance(gpu, power_cap, tp, precision, kv)
+    except InputError as exc:
+        raise InputError(f"{gpu} at TP {tp or 'node'}, {precision} weights: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,18 +152,37 @@ class DesignSpace:
         token_gpu: str | None = None,
         prompt_cap: float | None = None,
         token_cap: float | None = None,
+        *,
+        prompt_instance: tuple[int | None, str, str | None] | None = None,
+        token_instance: tuple[int | None, str, str | None] | None = None,
     ) -> Design:
-        """The concrete Design for a choice of pool types and caps (defaults: the first/lower)."""
+        """The concrete Design for a choice of pool types, caps and instances (TP, weight and KV
+        precision); defaults: the first choice / the lower cap."""
         pg = prompt_gpu or self.prompt.gpus[0]
         tg = token_gpu or self.token.gpus[0]
         pc = self.prompt.power_cap[0] if prompt_cap is None else prompt_cap
         tc = self.token.power_cap[0] if token_cap is None else token_cap
-        if self.is_fixed_pools and self.name in PAPER_DESIGNS:
+        pi = prompt_instance or (self.prompt.tps[0], self.prompt.precisions[0], self.prompt.kv_precisions[0])
+        ti = token_instance or (self.token.tps[0], self.token.precisions[0], self.token.kv_precisions[0])
+        if self.baseline:
+            ti = pi
+        paper_instances = all(x is None for x in (pi[0], pi[2], ti[0], ti[2])) and pi[1] == ti[1] == "fp16"
+        if self.is_fixed_pools and self.name in PAPER_DESIGNS and paper_instances:
             return get_design(self.name)
-        if self.is_fixed_pools:
-            return custom_design(pg, tg, pc, tc, baseline=self.baseline, name=self.name)
-        d = custom_design(pg, tg, pc, tc, baseline=self.baseline)
-        return d
+        return custom_design(
+            pg,
+            tg,
+            pc,
+            tc,
+            baseline=self.baseline,
+            name=self.name if self.is_fixed_pools else None,
+            prompt_tp=pi[0],
+            prompt_precision=pi[1],
+            prompt_kv_precision=pi[2],
+            token_tp=ti[0],
+            token_precision=ti[1],
+            token_kv_precision=ti[2],
+        )
 
 
 DEFAULT_SPLIT_RANGE = (1, 39)

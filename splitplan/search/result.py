@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from splitplan.design import Design
+from splitplan.design import Design, pool_fields
 from splitplan.search.objective import Engine, Objective, rank_key
 from splitplan.slo import SLO_KEYS
 
@@ -37,6 +37,16 @@ POINT_KEYS: tuple[str, ...] = (
     "meets_slo",
     "decided_by",
     "binding_slo",
+    # instances (the unit a pool is counted in; `*_machines` and `machines` are whole nodes)
+    "prompt_instances",
+    "token_instances",
+    "instances",
+    "prompt_tp",
+    "token_tp",
+    "prompt_precision",
+    "token_precision",
+    "prompt_kv_precision",
+    "token_kv_precision",
 )
 
 
@@ -83,9 +93,9 @@ def point_record(
         "token_gpu": design.token.type.name,
         "prompt_power_cap": float(design.prompt.power_cap),
         "token_power_cap": float(design.token.power_cap),
-        "prompt_machines": None if baseline else int(prompt),
-        "token_machines": None if baseline else int(token),
-        "machines": int(prompt) + (0 if baseline else int(token)),
+        "prompt_machines": None if baseline else design.prompt.nodes_for(prompt),
+        "token_machines": None if baseline else design.token.nodes_for(token),
+        "machines": design.prompt.nodes_for(prompt) + (0 if baseline else design.token.nodes_for(token)),
         "rate_rps": float(rate_rps),
         "cost_usd_per_h": float(cost),
         "power_kw": float(power),
@@ -95,6 +105,11 @@ def point_record(
         "meets_slo": bool(meets),
         "decided_by": decided_by,
         "binding_slo": binding,
+        "prompt_instances": None if baseline else int(prompt),
+        "token_instances": None if baseline else int(token),
+        "instances": int(prompt) + (0 if baseline else int(token)),
+        **pool_fields(design.prompt, "prompt"),
+        **pool_fields(design.token, "token"),
     }
     sd = slowdown or {}
     for k in SLO_KEYS:
@@ -125,6 +140,16 @@ class DesignResult:
     slowdown: dict[str, float | None] = field(default_factory=dict)
     des_evaluations: int = 0
     method: str = "grid"
+    # the pools' instances: counts (None for a baseline's token side), TP and precisions
+    prompt_instances: int | None = None
+    token_instances: int | None = None
+    instances: int | None = None
+    prompt_tp: int | None = None
+    token_tp: int | None = None
+    prompt_precision: str | None = None
+    token_precision: str | None = None
+    prompt_kv_precision: str | None = None
+    token_kv_precision: str | None = None
 
     def score(self, objective: Objective) -> float:
         return float(objective.score(self.cost_usd_per_h or 0.0, self.power_kw or 0.0, self.rate_rps or 0.0))
@@ -166,6 +191,15 @@ class DesignResult:
             "slo_headroom": clean(self.headroom),
             "des_evaluations": self.des_evaluations,
             "method": self.method,
+            "prompt_instances": None if self.baseline else self.prompt_instances,
+            "token_instances": None if self.baseline else self.token_instances,
+            "instances": self.instances,
+            "prompt_tp": self.prompt_tp,
+            "token_tp": None if self.baseline else self.token_tp,
+            "prompt_precision": self.prompt_precision,
+            "token_precision": None if self.baseline else self.token_precision,
+            "prompt_kv_precision": self.prompt_kv_precision,
+            "token_kv_precision": None if self.baseline else self.token_kv_precision,
         }
 
 
@@ -193,7 +227,11 @@ def result_from_record(
         slowdown={k: float(rec[k]) for k in SLO_KEYS},  # type: ignore[arg-type]
         des_evaluations=des_evaluations,
         method=method,
+        **{k: rec.get(k) for k in _INSTANCE_KEYS},  # type: ignore[arg-type]
     )
+
+
+_INSTANCE_KEYS = POINT_KEYS[POINT_KEYS.index("prompt_instances") :]
 
 
 def empty_result(space_name: str, design: Design, *, des_evaluations: int, method: str) -> DesignResult:
@@ -206,6 +244,8 @@ def empty_result(space_name: str, design: Design, *, des_evaluations: int, metho
         token_power_cap=float(design.token.power_cap),
         des_evaluations=des_evaluations,
         method=method,
+        **pool_fields(design.prompt, "prompt"),  # type: ignore[arg-type]
+        **pool_fields(design.token, "token"),  # type: ignore[arg-type]
     )
 
 
@@ -219,6 +259,7 @@ class SearchOutcome:
     des_evaluations: int
     wall_s: float
     engine: Engine
+    notes: tuple[str, ...] = ()  # what the request left out or how it was read (shown to the user)
 
     @property
     def evaluated_points(self) -> int:
@@ -264,4 +305,5 @@ class SearchOutcome:
             "evaluated_points": self.evaluated_points,
             "des_evaluations": self.des_evaluations,
             "wall_s": round(self.wall_s, 6),
+            "notes": list(self.notes),
         }

@@ -13,6 +13,7 @@ import time
 from splitplan.search.context import SearchContext
 from splitplan.search.cost_grid import solve_cost_grid
 from splitplan.search.evaluate import Evaluator
+from splitplan.search.instances import combinations, expands, merge
 from splitplan.search.objective import Method, Objective
 from splitplan.search.parallel import ProgressSink, Runner
 from splitplan.search.problem import SearchProblem
@@ -50,8 +51,15 @@ def run_search(
     results: dict[str, DesignResult] = {}
     points: list[dict[str, object]] = []
     try:
-        grid_spaces = [s for s in problem.spaces if problem.method_for(s) is Method.GRID]
-        bayes_spaces = [s for s in problem.spaces if problem.method_for(s) is Method.OPTUNA]
+        expanded = {s.name: combinations(s) for s in problem.spaces if expands(problem, s)}
+        grid_spaces = [
+            sub
+            for s in problem.spaces
+            for sub in expanded.get(s.name, [s] if problem.method_for(s) is Method.GRID else [])
+        ]
+        bayes_spaces = [
+            s for s in problem.spaces if s.name not in expanded and problem.method_for(s) is Method.OPTUNA
+        ]
         if grid_spaces:
             solve = solve_throughput_grid if problem.objective is Objective.THROUGHPUT else solve_cost_grid
             for space, (res, pts) in zip(grid_spaces, solve(ctx, grid_spaces), strict=True):
@@ -64,6 +72,9 @@ def run_search(
                 res, pts = optuna_space(ctx, space)
                 results[space.name] = res
                 points.extend(pts)
+        for s in problem.spaces:
+            if s.name in expanded:
+                results[s.name] = merge(problem, s, expanded[s.name], results, points)
     except KeyboardInterrupt:
         raise SearchInterrupted(ctx.ledger, ctx.des_evaluations) from None
     ordered = tuple(results[s.name] for s in problem.spaces)

@@ -373,8 +373,8 @@ def evaluate_grid(
         raise InputError(f"{design.name} needs ≥ 1 prompt and ≥ 1 token machine at every point")
 
     # A model that does not fit must fail up front (ModelDoesNotFitError), not yield NaNs.
-    cap_prompt = kv_capacity_bytes(scenario.model, design.prompt, scenario.weight_bytes)
-    cap_token = kv_capacity_bytes(scenario.model, design.token, scenario.weight_bytes)
+    cap_prompt = kv_capacity_bytes(scenario.model, design.prompt, scenario.weight_bytes_on(design.prompt))
+    cap_token = kv_capacity_bytes(scenario.model, design.token, scenario.weight_bytes_on(design.token))
 
     sample = _draw_sample(scenario, sample_size)
     npts = len(pm)
@@ -481,7 +481,9 @@ class _SplitContext:
             self.prompt_perf, sample.p_all, float(scenario.sim.max_batch_tokens)
         )
         self.xfer = kv_transfer_s(scenario, design, p)
-        self.dec, self.mean_dec, self.ctx_per_req, self.nmax = _decode_constants(scenario, sample, cap_token)
+        self.dec, self.mean_dec, self.ctx_per_req, self.nmax = _decode_constants(
+            scenario, sample, cap_token, scenario.kv_bytes_per_token_on(design.token)
+        )
         # decode iteration time tabulated over batches N (pure token machines run no prompts)
         self.grid = np.linspace(0.0, 1.0, _BASELINE_GRID) ** 2 * self.nmax
         self.no_mix = np.zeros_like(self.grid)
@@ -620,15 +622,16 @@ def _batched_service(lam: FloatArray, es: float, ratio: float, servers: IntArray
 
 
 def _decode_constants(
-    scenario: Scenario, sample: _Sample, cap: float
+    scenario: Scenario, sample: _Sample, cap: float, kv_bytes_per_token: float
 ) -> tuple[FloatArray, float, float, float]:
     """Decode lengths (sample) and, over the whole workload, the mean decode length and the
-    time-weighted context / KV of the requests resident in a decode batch."""
+    time-weighted context / KV of the requests resident in a decode batch (KV at the decoding
+    instance's precision, `kv_bytes_per_token`)."""
     p, o = sample.p_all, sample.o_all
     dec_all = np.maximum(o - 1.0, 0.0)
     w = dec_all / dec_all.sum() if dec_all.sum() > 0 else np.full(len(dec_all), 1.0 / len(dec_all))
     ctx_per_req = float(np.sum(w * (p + 0.5 * o)))
-    kv_per_req = float(np.sum(w * (p + o))) * scenario.kv_bytes_per_token
+    kv_per_req = float(np.sum(w * (p + o))) * kv_bytes_per_token
     nmax = float(max(1.0, min(scenario.sim.max_batch_size, cap / max(kv_per_req, 1.0))))
     return np.maximum(sample.o - 1.0, 0.0), float(dec_all.mean()), ctx_per_req, nmax
 
@@ -703,7 +706,9 @@ class _BaselineContext:
         self.s = sample
         self.cal = cal
         self.perf = scenario.perf_model(design.prompt)
-        self.dec, self.mean_dec, self.ctx_per_req, self.nmax = _decode_constants(scenario, sample, cap)
+        self.dec, self.mean_dec, self.ctx_per_req, self.nmax = _decode_constants(
+            scenario, sample, cap, scenario.kv_bytes_per_token_on(design.prompt)
+        )
         # Mean mixed-iteration time (a prompt co-batched with N decodes) and decode-only
         # iteration time, tabulated on a grid of decode batches N.
         self.grid = np.linspace(0.0, 1.0, _BASELINE_GRID) ** 2 * self.nmax

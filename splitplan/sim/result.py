@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from splitplan.design import ClusterConfig
+from splitplan.design import ClusterConfig, pool_fields
 from splitplan.slo import SLO_KEYS, SloVerdict
 
 FloatArray = npt.NDArray[np.float64]
@@ -72,9 +72,14 @@ class SimResult:
 
         return {
             "design": cfg.design.name,
-            "prompt_machines": None if baseline else cfg.prompt_machines,
-            "token_machines": None if baseline else cfg.token_machines,
-            "machines": cfg.machines,
+            "prompt_machines": None if baseline else cfg.prompt_nodes,
+            "token_machines": None if baseline else cfg.token_nodes,
+            "machines": cfg.nodes,
+            "prompt_instances": None if baseline else cfg.prompt_machines,
+            "token_instances": None if baseline else cfg.token_machines,
+            "instances": cfg.machines,
+            **pool_fields(cfg.design.prompt, "prompt"),
+            **({} if baseline else pool_fields(cfg.design.token, "token")),
             "engine": self.engine,
             "requests": self.requests,
             "completed": self.completed,

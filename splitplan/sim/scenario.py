@@ -7,9 +7,11 @@ per-machine performance tables are computed once per design, not once per point.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from splitplan.catalog import Machine, ModelSpec, get_machine_type
+from splitplan.catalog._load import register_cache
 from splitplan.perf import PerfModel, get_perf_model
 from splitplan.sim.config import SimConfig
 from splitplan.slo import SloSpec
@@ -56,12 +58,12 @@ class Scenario:
         return self.kv_bytes_per_token * machine.kv_precision.bytes_per_value / self.model.dtype_bytes
 
 
-_PERF_CACHE: dict[tuple[str, str, Machine, str], PerfModel] = {}
-
-
 def _perf_cached(perf: str, model: ModelSpec, machine: Machine, prompt_curves: str) -> PerfModel:
     # Perf models are immutable; caching by value keeps searches from rebuilding them per point.
-    key = (str(Path(perf)) if perf != "analytic" else perf, model.name, machine, prompt_curves)
-    if key not in _PERF_CACHE:
-        _PERF_CACHE[key] = get_perf_model(perf, model, machine, prompt_curves)
-    return _PERF_CACHE[key]
+    return _perf_model(str(Path(perf)) if perf != "analytic" else perf, model, machine, prompt_curves)
+
+
+@register_cache  # a --catalog folder may bring another stack (or model) of the same name
+@cache
+def _perf_model(perf: str, model: ModelSpec, machine: Machine, prompt_curves: str) -> PerfModel:
+    return get_perf_model(perf, model, machine, prompt_curves)

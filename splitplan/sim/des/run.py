@@ -58,6 +58,28 @@ def _tables(scenario: Scenario, config: ClusterConfig, n_tokens: int, max_batch:
     return ptab, ttab, tctx, mtab, mctx
 
 
+def memory_tables(scenario: Scenario, config: ClusterConfig) -> tuple[np.ndarray, np.ndarray, float]:
+    """(capacity, weights) per pool class and the KV bytes per token the kernel counts in.
+
+    The kernel keeps one KV size per request, so memory is counted in KV bytes at the prompt
+    pool's KV precision (class 0): the token class's capacity and weights are scaled by
+    kv(prompt) / kv(token), which makes `weights + Σ KV ≤ capacity` on a token instance exactly its
+    own test at its own precision. Equal precisions scale by 1 (the paper's numbers, unchanged).
+    """
+    design = config.design
+    machines = (design.prompt, design.token)
+    for machine in machines:
+        kv_capacity_bytes(scenario.model, machine, scenario.weight_bytes_on(machine))
+    kv = [scenario.kv_bytes_per_token_on(m) for m in machines]
+    caps = np.array([m.memory_bytes for m in machines], dtype=np.float64)
+    weights = np.array([scenario.weight_bytes_on(m) for m in machines], dtype=np.float64)
+    scale = kv[0] / kv[1]
+    if scale != 1.0:
+        caps[1] *= scale
+        weights[1] *= scale
+    return caps, weights, kv[0]
+
+
 def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
     """Simulate one configuration on the scenario's workload, request by request.
 
@@ -67,22 +89,20 @@ def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
     sim = scenario.sim
     design = config.design
     wl = scenario.workload
-    kv_tok = scenario.kv_bytes_per_token
-    caps = np.array([design.prompt.memory_bytes, design.token.memory_bytes], dtype=np.float64)
-    weights = np.full(2, scenario.weight_bytes)
-    for machine in (design.prompt, design.token):
-        kv_capacity_bytes(scenario.model, machine, scenario.weight_bytes)
+    caps, weights, kv_tok = memory_tables(scenario, config)
 
     p = wl.prompt_tokens.astype(np.int64)
     otok = wl.output_tokens.astype(np.int64) - 1  # the prompt phase makes the first token
     kvp = np.asarray((p + 1) * kv_tok, dtype=np.float64)
     kvt = np.asarray(otok * kv_tok, dtype=np.float64)
-    largest = float(weights[0] + (kvp + kvt).max())
-    if largest > caps.min():
-        raise InputError(
-            f"a request of {int(p[np.argmax(kvp + kvt)])} prompt tokens needs more KV memory than "
-            f"a machine has left after the weights of {scenario.model.name}"
-        )
+    worst = int(np.argmax(kvp + kvt))
+    for c, machine in enumerate((design.prompt, design.token)[: 1 if design.is_baseline else 2]):
+        if float(weights[c] + kvp[worst] + kvt[worst]) > caps[c]:
+            raise InputError(
+                f"a request of {int(p[worst])} prompt tokens needs more KV memory than an instance of "
+                f"{machine.name} has left after the weights of {scenario.model.name}: use a larger "
+                "tensor parallelism, an fp8 KV cache or a GPU with more memory"
+            )
     n_tokens = int(max(p.max(), sim.max_batch_tokens)) + sim.max_batch_size + 1
     ptab, ttab, tctx, mtab, mctx = _tables(scenario, config, n_tokens, sim.max_batch_size)
 

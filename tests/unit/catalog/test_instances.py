@@ -92,3 +92,38 @@ def test_moe_and_mla_facts() -> None:
     # active = shared + routed × k/E
     shared = mixtral.params - mixtral.routed_expert_params
     assert shared + mixtral.routed_expert_params * 0.25 == pytest.approx(mixtral.active_params)
+
+
+FP8_NODES = [t.name for t in list_machine_types() if t.gpu.supports_fp8]
+
+
+@given(
+    node=st.sampled_from(FP8_NODES),
+    tp_index=st.integers(0, 3),
+    weights=st.sampled_from(["fp16", "bf16", "fp8", "int4"]),
+    kv=st.sampled_from(["fp16", "bf16", "fp8"]),
+    cap=st.floats(0.3, 1.0),
+    prompt=st.integers(1, 5_000),
+    token=st.integers(1, 5_000),
+    k=st.integers(1, 50),
+)
+def test_cluster_cost_and_power_are_linear_in_instances_at_any_precision(
+    node: str, tp_index: int, weights: str, kv: str, cap: float, prompt: int, token: int, k: int
+) -> None:
+    from splitplan.design import ClusterConfig, custom_design
+
+    t = get_machine_type(node)
+    tp = t.tp_choices[tp_index % len(t.tp_choices)]
+    d = custom_design(
+        node, node, 1.0, cap, prompt_tp=tp, token_tp=tp, prompt_precision=weights, token_kv_precision=kv
+    )
+    one = ClusterConfig(design=d, prompt_machines=prompt, token_machines=token)
+    many = ClusterConfig(design=d, prompt_machines=k * prompt, token_machines=k * token)
+    # precision changes what an instance holds, never what it costs or draws
+    assert d.prompt.cost_usd_per_h == d.token.cost_usd_per_h == t.cost_usd_per_h * tp / t.gpus
+    assert d.token.power_kw == pytest.approx(t.gpu.tdp_w * tp * cap / 1000)
+    assert many.cost_usd_per_h == pytest.approx(k * one.cost_usd_per_h)
+    assert many.power_kw == pytest.approx(k * one.power_kw)
+    assert one.cost_usd_per_h == pytest.approx((prompt + token) * t.cost_usd_per_h * tp / t.gpus)
+    assert one.nodes == math.ceil(prompt * tp / t.gpus) + math.ceil(token * tp / t.gpus)
+    assert many.nodes <= k * one.nodes

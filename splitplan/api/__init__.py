@@ -9,7 +9,7 @@ return. Every CLI command has a twin here (tests/unit/test_api_contract.py holds
     trace generate / stats / convert → trace_generate / trace_stats / trace_convert
 """
 
-from splitplan.api._catalog import CatalogListing, catalog
+from splitplan.api._catalog import CatalogListing, ImportedModel, catalog, catalog_import_hf
 from splitplan.api._heatmap import HeatmapPoint, HeatmapResult, heatmap
 from splitplan.api._perf import CheckResult, PerfFitResult, perf_check, perf_fit
 from splitplan.api._reproduce import Comparison, ReproduceReport, ReproduceRequest, reproduce
@@ -41,6 +41,7 @@ __all__ = [
     "Engine",
     "HeatmapPoint",
     "HeatmapResult",
+    "ImportedModel",
     "Method",
     "Objective",
     "PerfFitResult",
@@ -57,6 +58,7 @@ __all__ = [
     "WorkloadRequest",
     "build_scenario",
     "catalog",
+    "catalog_import_hf",
     "custom_design",
     "get_design",
     "heatmap",

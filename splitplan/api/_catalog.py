@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from splitplan.catalog import (
     GpuSpec,
@@ -98,3 +100,25 @@ def catalog() -> CatalogListing:
         models=list_models(),
         designs=[get_design(n) for n in PAPER_DESIGNS],
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedModel:
+    """A `models` entry made from a Hugging Face config.json, and where it was written (if anywhere)."""
+
+    name: str
+    entry: dict[str, Any]
+    toml: str
+    path: Path | None
+
+
+def catalog_import_hf(
+    config: str | Path, name: str | None = None, out: str | Path | None = None
+) -> ImportedModel:
+    """The `models` entry of a Hugging Face config.json (parameter counts computed); with `out`,
+    added to that user catalog folder's models.toml."""
+    from splitplan.catalog.hf import add_to_catalog, entry_toml, model_entry_from_hf
+
+    entry_name, entry = model_entry_from_hf(Path(config), name)
+    path = None if out is None else add_to_catalog(Path(out), entry_name, entry)
+    return ImportedModel(entry_name, entry, entry_toml(entry_name, entry), path)

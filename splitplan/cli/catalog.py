@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+if TYPE_CHECKING:
+    from splitplan.api import CatalogListing
 
-def catalog_command(
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
-) -> None:
-    """List GPUs, machine types, models and designs with cost and power."""
-    from splitplan import api
+
+def print_listing(listing: CatalogListing, json_out: bool = False) -> None:
+    """Print the catalog listing (api.catalog) as tables or one JSON document."""
     from splitplan.cli._common import console, print_json
 
-    listing = api.catalog()
     if json_out:
         print_json(listing.to_json())
         return
@@ -96,13 +95,13 @@ def import_hf_command(
     ] = None,
 ) -> None:
     """Write a `models` entry from a Hugging Face config.json (parameter counts computed)."""
-    from splitplan.catalog.hf import add_to_catalog, entry_toml, model_entry_from_hf
+    from splitplan import api
 
-    entry_name, entry = model_entry_from_hf(config, name)
-    if out is None:
-        typer.echo(entry_toml(entry_name, entry), nl=False)
+    imported = api.catalog_import_hf(config, name, out)
+    entry_name, entry, path = imported.name, imported.entry, imported.path
+    if path is None:
+        typer.echo(imported.toml, nl=False)
         return
-    path = add_to_catalog(out, entry_name, entry)
     typer.echo(
         f"model {entry_name}: {entry['params'] / 1e9:.2f}B parameters ({entry['active_params'] / 1e9:.2f}B "
         f"active), computed from the architecture; written to {path}"
@@ -127,5 +126,7 @@ def _catalog_group(
 ) -> None:
     """List GPUs, machine types, models and designs with cost, power and where each entry comes from
     (shipped, or a user catalog given by --catalog DIR / $SPLITPLAN_CATALOG)."""
+    from splitplan import api
+
     if ctx.invoked_subcommand is None:
-        catalog_command(json_out=json_out)
+        print_listing(api.catalog(), json_out=json_out)

@@ -12,11 +12,11 @@ from splitplan.cli import app
 
 PUBLIC = {
     # command twins
-    "catalog", "heatmap", "perf_check", "perf_fit", "reproduce", "search", "simulate",
+    "catalog", "catalog_import_hf", "heatmap", "perf_check", "perf_fit", "reproduce", "search", "simulate",
     "trace_convert", "trace_generate", "trace_stats",
     # requests, results and their parts
-    "CatalogListing", "CheckResult", "ColumnStats", "Comparison", "DesignResult", "HeatmapPoint",
-    "HeatmapResult", "PerfFitResult", "ReproduceReport", "ReproduceRequest", "SearchOutcome",
+    "CatalogListing", "CheckResult", "ColumnStats", "ImportedModel", "Comparison", "DesignResult",
+    "HeatmapPoint", "HeatmapResult", "PerfFitResult", "ReproduceReport", "ReproduceRequest", "SearchOutcome",
     "SearchRequest", "SimResult", "TraceStats", "TraceWritten", "WorkloadRequest",
     # vocabulary, scenario, design and config helpers
     "PAPER_DESIGNS", "ClusterConfig", "Design", "Engine", "Method", "Objective", "Scenario", "SimConfig",
@@ -26,6 +26,7 @@ PUBLIC = {
 
 TWINS = {
     ("catalog",): "catalog",
+    ("catalog", "import-hf"): "catalog_import_hf",
     ("simulate",): "simulate",
     ("search",): "search",
     ("heatmap",): "heatmap",
@@ -44,6 +45,8 @@ def cli_commands() -> dict[tuple[str, ...], object]:
     def walk(cmd: object, path: tuple[str, ...]) -> None:
         subs = getattr(cmd, "commands", None)
         if subs:
+            if getattr(cmd, "invoke_without_command", False) and path:
+                out[path] = cmd  # a group that is a command itself (`catalog`)
             for name, sub in subs.items():
                 walk(sub, (*path, name))
         else:

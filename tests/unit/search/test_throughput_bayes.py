@@ -199,7 +199,7 @@ def test_dask_backend_runs_the_same_search() -> None:
     spaces = (paper_space("splitwise-hh", prompt_range=(20, 30), token_range=(1, 6)),)
     one = run_search(SearchProblem(spaces=spaces, engine="des"), FakeEvaluator())
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     ) as cluster:
         runner = Runner(jobs=2, backend="dask", scheduler=cluster.scheduler_address)
         two = run_search(SearchProblem(spaces=spaces, engine="des"), FakeEvaluator(), runner=runner)

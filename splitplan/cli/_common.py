@@ -36,3 +36,10 @@ PromptGpuOpt = Annotated[str | None, typer.Option(help="Custom design: prompt-po
 TokenGpuOpt = Annotated[str | None, typer.Option(help="Custom design: token-pool GPU or machine.")]
 PromptCapOpt = Annotated[float, typer.Option(help="Prompt-pool power cap in (0, 1].")]
 TokenCapOpt = Annotated[float, typer.Option(help="Token-pool power cap in (0, 1].")]
+ExportPlanOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--export-plan",
+        help="Write a neutral deployment plan (YAML) of the answer; see the export-a-deployment-plan how-to.",
+    ),
+]

@@ -9,6 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
+from splitplan.cli._common import ExportPlanOpt
+
 
 class _LazyProgress:
     """A rich progress bar on stderr that appears only once the work has lasted a second."""
@@ -105,9 +107,11 @@ def search_command(
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Write every evaluated point (parquet).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    export_plan: ExportPlanOpt = None,
 ) -> None:
     """Find the best configuration of each design that meets all nine SLOs."""
     from splitplan import api
+    from splitplan.api._plan import check_plan_path
     from splitplan.api._simulate import WorkloadRequest
     from splitplan.cli._common import console, print_json
     from splitplan.report.render import search_summary, search_table
@@ -118,6 +122,7 @@ def search_command(
         from splitplan.errors import InputError
 
         raise InputError(f"--out must end in .parquet, got {out.name}")
+    check_plan_path(export_plan)
     req = api.SearchRequest(
         designs=tuple(design or ()),
         prompt_gpus=tuple(prompt_gpu or ()),
@@ -167,12 +172,22 @@ def search_command(
         write_parquet_atomic(points_table(outcome.points, **meta), out)
     if json_out:
         print_json(outcome.to_json())
-        return
-    con = console()
-    con.print(search_table(outcome))
-    con.print(search_summary(outcome))
-    if out is not None:
-        con.print(f"{outcome.evaluated_points} points written to {out}")
+    else:
+        con = console()
+        con.print(search_table(outcome))
+        con.print(search_summary(outcome))
+        if out is not None:
+            con.print(f"{outcome.evaluated_points} points written to {out}")
+    if export_plan is not None:
+        _export_plan(req, outcome, export_plan, quiet=json_out)
+
+
+def _export_plan(req: Any, outcome: Any, path: Path, *, quiet: bool) -> None:
+    from splitplan.api._plan import export_plan, search_plan
+
+    export_plan(search_plan(req, outcome), path)  # InfeasibleError: one line, exit 0, no file
+    if not quiet:
+        print(f"deployment plan written to {path}", file=sys.stderr)
 
 
 def register(app: typer.Typer) -> None:

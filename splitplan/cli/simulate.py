@@ -10,6 +10,7 @@ import typer
 from splitplan.cli._common import (
     ConfigOpt,
     DurationOpt,
+    ExportPlanOpt,
     JsonOpt,
     ModelOpt,
     PerfOpt,
@@ -46,12 +47,15 @@ def simulate_command(
     seed: SeedOpt = 0,
     requests_out: Annotated[Path | None, typer.Option(help="Write per-request results (parquet).")] = None,
     json_out: JsonOpt = False,
+    export_plan: ExportPlanOpt = None,
 ) -> None:
     """Simulate one cluster configuration and check all nine SLOs."""
     from splitplan import api
+    from splitplan.api._plan import check_plan_path
     from splitplan.api._simulate import WorkloadRequest, make_config, requests_table, resolve_design
     from splitplan.cli._common import print_json
 
+    check_plan_path(export_plan)
     d = resolve_design(
         design,
         prompt_gpu=prompt_gpu,
@@ -76,6 +80,17 @@ def simulate_command(
 
         table = requests_table(result)
         write_with(requests_out, lambda tmp: pq.write_table(table, tmp))
+    if export_plan is not None:
+        import sys
+
+        from splitplan.api._plan import export_plan as write_plan
+        from splitplan.api._plan import simulation_plan
+
+        write_plan(simulation_plan(result, scenario), export_plan)
+        if not result.meets_slo:
+            print(
+                f"splitplan: note: {export_plan} plans a configuration that misses the SLOs", file=sys.stderr
+            )
     if json_out:
         print_json(result.to_json())
         return

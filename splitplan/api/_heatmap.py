@@ -151,9 +151,9 @@ class HeatmapResult:
 
         return write_heatmap(self.to_table(), path)
 
-    def plot(self, path: str | Path) -> Path:
-        """The 3×3 slowdown figure (PNG) with the frontier and the optima marked."""
-        from splitplan.report.plot import plot_heatmap
+    def plot(self, path: str | Path, *, dpi: int | None = None) -> Path:
+        """The 3×3 slowdown figure (PNG, SVG or PDF by extension) with the frontier and optima."""
+        from splitplan.report.plot import DEFAULT_DPI, plot_heatmap
 
         co, po = self.cost_optimal, self.power_optimal
         m = self.meta
@@ -171,6 +171,7 @@ class HeatmapResult:
             cost_optimal=None if co is None else (co.prompt_machines, co.token_machines),
             power_optimal=None if po is None else (po.prompt_machines, po.token_machines),
             title=title,
+            dpi=DEFAULT_DPI if dpi is None else dpi,
         )
 
     def to_json(self) -> dict[str, object]:

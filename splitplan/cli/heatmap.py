@@ -46,7 +46,12 @@ def heatmap_command(
     jobs: Annotated[int, typer.Option(help="Parallel DES processes.")] = 1,
     seed: SeedOpt = 0,
     out: Annotated[Path | None, typer.Option("--out", help="Write one row per point (parquet).")] = None,
-    plot: Annotated[Path | None, typer.Option("--plot", help="Write the 3×3 slowdown figure (PNG).")] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write the 3×3 slowdown figure (.png, .svg or .pdf).")
+    ] = None,
+    dpi: Annotated[
+        int | None, typer.Option("--dpi", help="Resolution of a PNG --plot (default 150).")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Evaluate every (prompt, token) configuration of one design: slowdowns, SLO verdict, optima."""
@@ -58,9 +63,16 @@ def heatmap_command(
 
     pr = parse_range(prompt_range, "prompt")
     tr = parse_range(token_range, "token")
-    for what, path, suffix in (("--out", out, ".parquet"), ("--plot", plot, ".png")):
-        if path is not None and path.suffix.lower() != suffix:
-            raise InputError(f"{what} must name a {suffix} file, got {path}")
+    from splitplan.report.plot import check_dpi, plot_format
+
+    if out is not None and out.suffix.lower() != ".parquet":
+        raise InputError(f"--out must name a .parquet file, got {out}")
+    if plot is not None:
+        plot_format(plot)
+    if dpi is not None:
+        if plot is None:
+            raise InputError("--dpi applies to --plot; give --plot FILE too")
+        check_dpi(dpi)
     d = resolve_design(
         design,
         prompt_gpu=prompt_gpu,
@@ -80,7 +92,7 @@ def heatmap_command(
     if out is not None:
         result.write_parquet(out)
     if plot is not None:
-        result.plot(plot)
+        result.plot(plot, dpi=dpi)
     if json_out:
         doc = result.to_json()
         doc["out"] = None if out is None else str(out)

@@ -5,7 +5,9 @@ No printing and no typer here; the CLI renders what these return.
 
 from splitplan.api._catalog import CatalogListing, catalog
 from splitplan.api._heatmap import HeatmapResult, heatmap
+from splitplan.api._pareto import pareto
 from splitplan.api._perf import CheckResult, PerfFitResult, perf_check, perf_fit
+from splitplan.api._plan import export_plan, search_plan, simulation_plan
 from splitplan.api._search import SearchRequest, search
 from splitplan.api._simulate import WorkloadRequest, build_scenario, simulate
 from splitplan.api._trace import (
@@ -34,12 +36,16 @@ __all__ = [
     "build_scenario",
     "catalog",
     "custom_design",
+    "export_plan",
     "get_design",
     "heatmap",
+    "pareto",
     "perf_check",
     "perf_fit",
     "search",
+    "search_plan",
     "simulate",
+    "simulation_plan",
     "trace_convert",
     "trace_generate",
     "trace_stats",

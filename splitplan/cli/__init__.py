@@ -61,6 +61,9 @@ def _register() -> None:
     from splitplan.cli import reproduce
 
     reproduce.register(app)
+    from splitplan.cli import pareto
+
+    pareto.register(app)
 
 
 _register()

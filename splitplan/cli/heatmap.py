@@ -130,4 +130,6 @@ def _render(result, out: Path | None, plot: Path | None) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("heatmap")(heatmap_command)
+    from splitplan.cli._slo_flags import with_slo_flags
+
+    app.command("heatmap")(with_slo_flags(heatmap_command))

@@ -191,4 +191,6 @@ def _export_plan(req: Any, outcome: Any, path: Path, *, quiet: bool) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("search")(search_command)
+    from splitplan.cli._slo_flags import with_slo_flags
+
+    app.command("search")(with_slo_flags(search_command))

@@ -130,4 +130,6 @@ def _render(result, slo) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("simulate")(simulate_command)
+    from splitplan.cli._slo_flags import with_slo_flags
+
+    app.command("simulate")(with_slo_flags(simulate_command))

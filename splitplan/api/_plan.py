@@ -9,6 +9,7 @@ from splitplan.api._search import SearchRequest, build_spaces
 from splitplan.api._simulate import build_scenario
 from splitplan.design import ClusterConfig
 from splitplan.errors import InfeasibleError, InputError
+from splitplan.report.metrics import config_metrics
 from splitplan.report.plan import deployment_plan, write_plan
 from splitplan.search import SearchOutcome
 from splitplan.search.result import DesignResult
@@ -25,6 +26,12 @@ def check_plan_path(path: str | Path | None) -> None:
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
         raise InputError(f"--export-plan: output folder {parent} does not exist")
+
+
+def _scenario(req: SearchRequest) -> Scenario:
+    return build_scenario(
+        workload=req.workload, model=req.model, perf=req.perf, config=req.config, slo=req.slo, seed=req.seed
+    )
 
 
 def _config_of(req: SearchRequest, r: DesignResult) -> ClusterConfig:
@@ -64,9 +71,7 @@ def search_plan(
         chosen = found[0]
         if not chosen.meets_slo:
             raise InfeasibleError(f"{design} meets the SLOs nowhere in the searched space: no plan written")
-    scenario = scenario or build_scenario(
-        workload=req.workload, model=req.model, perf=req.perf, config=req.config, slo=req.slo, seed=req.seed
-    )
+    scenario = scenario or _scenario(req)
     return deployment_plan(
         _config_of(req, chosen),
         scenario,
@@ -105,3 +110,22 @@ def export_plan(doc: dict[str, Any], path: str | Path) -> Path:
     """Write a plan document as YAML, atomically."""
     check_plan_path(path)
     return write_plan(doc, path)
+
+
+def simulation_metrics(result: SimResult, scenario: Scenario) -> dict[str, float | None]:
+    """Served-token metrics of a simulation at its measured throughput (report.metrics)."""
+    return config_metrics(result.config, scenario.workload, result.throughput_rps)
+
+
+def search_metrics(
+    req: SearchRequest, outcome: SearchOutcome, scenario: Scenario | None = None
+) -> dict[str, dict[str, float | None] | None]:
+    """Per design: served-token metrics of its best configuration at the rate it was judged at;
+    None for a design with no configuration meeting the SLOs."""
+    scenario = scenario or _scenario(req)
+    out: dict[str, dict[str, float | None] | None] = {}
+    for r in outcome.results:
+        out[r.design] = (
+            config_metrics(_config_of(req, r), scenario.workload, r.rate_rps) if r.meets_slo else None
+        )
+    return out

@@ -170,16 +170,32 @@ def search_command(
         progress.close()
     if out is not None:
         write_parquet_atomic(points_table(outcome.points, **meta), out)
+    from splitplan.api._plan import search_metrics
+
+    metrics = search_metrics(req, outcome)
     if json_out:
-        print_json(outcome.to_json())
+        print_json(_with_metrics(outcome.to_json(), metrics))
     else:
+        from splitplan.report.metrics import metrics_line
+
         con = console()
         con.print(search_table(outcome))
         con.print(search_summary(outcome))
+        if outcome.best is not None and metrics.get(outcome.best.design):
+            con.print(f"  {metrics_line(metrics[outcome.best.design])}")
         if out is not None:
             con.print(f"{outcome.evaluated_points} points written to {out}")
     if export_plan is not None:
         _export_plan(req, outcome, export_plan, quiet=json_out)
+
+
+def _with_metrics(doc: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
+    """Each result (and the best) gains `metrics`: served tokens/s, $/M tokens, J/request."""
+    for r in doc["results"]:
+        r["metrics"] = metrics.get(r["design"])
+    if doc.get("best") is not None:
+        doc["best"]["metrics"] = metrics.get(doc["best"]["design"])
+    return doc
 
 
 def _export_plan(req: Any, outcome: Any, path: Path, *, quiet: bool) -> None:

@@ -91,10 +91,17 @@ def simulate_command(
             print(
                 f"splitplan: note: {export_plan} plans a configuration that misses the SLOs", file=sys.stderr
             )
+    from splitplan.api._plan import simulation_metrics
+
+    metrics = simulation_metrics(result, scenario)
     if json_out:
-        print_json(result.to_json())
+        print_json({**result.to_json(), "metrics": metrics})
         return
     _render(result, scenario.slo)
+    from splitplan.cli._common import console
+    from splitplan.report.metrics import metrics_line
+
+    console().print(metrics_line(metrics))
 
 
 def _render(result, slo) -> None:

@@ -28,6 +28,7 @@ from splitplan._version import __version__
 from splitplan.catalog import Machine
 from splitplan.design import ClusterConfig
 from splitplan.errors import InputError
+from splitplan.report.metrics import METRIC_KEYS, config_metrics
 from splitplan.sim.scenario import REFERENCE_MACHINE, Scenario
 from splitplan.slo import SLO_KEYS
 
@@ -161,6 +162,7 @@ def _predicted(
     rate_rps: float | None,
     slowdown: Mapping[str, float | None],
     latency_s: Mapping[str, float | None] | None,
+    metrics: Mapping[str, float | None],
 ) -> dict[str, Any]:
     return {
         "meets_slo": bool(meets_slo),
@@ -171,6 +173,7 @@ def _predicted(
         "rate_rps": _num(rate_rps, 4),
         "slowdown": {k: _num(slowdown.get(k)) for k in SLO_KEYS},
         "latency_s": {k: _num((latency_s or {}).get(k)) for k in SLO_KEYS},
+        "metrics": {k: _num(metrics.get(k)) for k in METRIC_KEYS},
     }
 
 
@@ -229,6 +232,7 @@ def deployment_plan(
             rate_rps=rate_rps,
             slowdown=slowdown,
             latency_s=latency_s,
+            metrics=config_metrics(config, scenario.workload, rate_rps),
         ),
     }
 
@@ -433,6 +437,7 @@ PLAN_SCHEMA: dict[str, Any] = {
                     "rate_rps": _NUM_OR_NULL,
                     "slowdown": _NINE,
                     "latency_s": _NINE,
+                    "metrics": _obj(dict.fromkeys(METRIC_KEYS, _NUM_OR_NULL)),
                 }
             ),
         }

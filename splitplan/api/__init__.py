@@ -7,7 +7,13 @@ from splitplan.api._catalog import CatalogListing, catalog
 from splitplan.api._heatmap import HeatmapResult, heatmap
 from splitplan.api._pareto import pareto
 from splitplan.api._perf import CheckResult, PerfFitResult, perf_check, perf_fit
-from splitplan.api._plan import export_plan, search_plan, simulation_plan
+from splitplan.api._plan import (
+    export_plan,
+    search_metrics,
+    search_plan,
+    simulation_metrics,
+    simulation_plan,
+)
 from splitplan.api._search import SearchRequest, search
 from splitplan.api._simulate import WorkloadRequest, build_scenario, simulate
 from splitplan.api._trace import (
@@ -43,8 +49,10 @@ __all__ = [
     "perf_check",
     "perf_fit",
     "search",
+    "search_metrics",
     "search_plan",
     "simulate",
+    "simulation_metrics",
     "simulation_plan",
     "trace_convert",
     "trace_generate",

@@ -57,6 +57,7 @@ class _LazyProgress:
 
 
 def search_command(
+    ctx: typer.Context,
     design: Annotated[
         list[str] | None,
         typer.Option(
@@ -108,6 +109,18 @@ def search_command(
     out: Annotated[Path | None, typer.Option(help="Write every evaluated point (parquet).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     export_plan: ExportPlanOpt = None,
+    save_request: Annotated[
+        Path | None,
+        typer.Option(
+            "--save-request", help="Write this search's full request (TOML) to replay with --request."
+        ),
+    ] = None,
+    request: Annotated[
+        Path | None,
+        typer.Option(
+            "--request", help="Replay a search saved with --save-request (same inputs, same result)."
+        ),
+    ] = None,
 ) -> None:
     """Find the best configuration of each design that meets all nine SLOs."""
     from splitplan import api
@@ -122,7 +135,10 @@ def search_command(
         from splitplan.errors import InputError
 
         raise InputError(f"--out must end in .parquet, got {out.name}")
+    from splitplan.cli._request import check_save_path, replay_request
+
     check_plan_path(export_plan)
+    check_save_path(save_request)
     req = api.SearchRequest(
         designs=tuple(design or ()),
         prompt_gpus=tuple(prompt_gpu or ()),
@@ -151,12 +167,23 @@ def search_command(
         scheduler=scheduler,
         storage=storage,
     )
+    if request is not None:
+        req = replay_request(ctx, req, request)
+    storage = req.storage
     progress = _LazyProgress(enabled=sys.stderr.isatty())
-    meta = {"objective": objective, "engine": engine, "seed": seed, "workload": workload, "rate_rps": rate}
+    meta = {
+        "objective": req.objective,
+        "engine": req.engine,
+        "seed": req.seed,
+        "workload": req.workload.workload,
+        "rate_rps": req.workload.rate_rps,
+    }
     try:
         outcome = api.search(req, progress=progress)
     except SearchInterrupted as exc:
         progress.close()
+        if save_request is not None:
+            _save_request(req, save_request)
         kept = []
         if out is not None and exc.points:
             write_parquet_atomic(points_table(exc.points, partial=True, **meta), out)
@@ -168,6 +195,8 @@ def search_command(
         raise  # the entry point turns the interrupt into exit code 130
     finally:
         progress.close()
+    if save_request is not None:
+        _save_request(req, save_request)
     if out is not None:
         write_parquet_atomic(points_table(outcome.points, **meta), out)
     from splitplan.api._plan import search_metrics
@@ -187,6 +216,15 @@ def search_command(
             con.print(f"{outcome.evaluated_points} points written to {out}")
     if export_plan is not None:
         _export_plan(req, outcome, export_plan, quiet=json_out)
+
+
+def _save_request(req: Any, path: Path) -> None:
+    from splitplan.api._request import save_request
+
+    save_request(req, path)
+    print(
+        f"search request written to {path}; replay with: splitplan search --request {path}", file=sys.stderr
+    )
 
 
 def _with_metrics(doc: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ disagree), so the verdicts near the frontier are the DES's.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import time
@@ -20,6 +21,7 @@ import numpy.typing as npt
 
 from splitplan.design import ClusterConfig, Design
 from splitplan.errors import InputError
+from splitplan.search.parallel import ProgressSink
 from splitplan.sim.scenario import Scenario
 from splitplan.slo import SLO_KEYS
 
@@ -27,6 +29,7 @@ ENGINES = ("analytic", "des", "hybrid")
 DEFAULT_BAND = 0.15
 MAX_POINTS = 100_000
 
+_log = logging.getLogger(__name__)
 _RANGE = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*$")
 
 
@@ -191,7 +194,9 @@ class HeatmapResult:
         }
 
 
-def _des_rows(design: Design, scenario: Scenario, points: list[tuple[int, int]]) -> list[tuple]:
+def _des_rows(
+    design: Design, scenario: Scenario, points: list[tuple[int, int]], progress: ProgressSink | None = None
+) -> list[tuple]:
     from splitplan.sim.des import simulate_des
 
     rows = []
@@ -207,17 +212,31 @@ def _des_rows(design: Design, scenario: Scenario, points: list[tuple[int, int]])
                 r.utilization.get("token", math.nan),
             )
         )
+        if progress is not None:
+            progress.advance(1)
     return rows
 
 
-def _run_des(design: Design, scenario: Scenario, points: list[tuple[int, int]], jobs: int) -> list[tuple]:
+def _run_des(
+    design: Design,
+    scenario: Scenario,
+    points: list[tuple[int, int]],
+    jobs: int,
+    progress: ProgressSink | None = None,
+) -> list[tuple]:
     if jobs <= 1 or len(points) < 8:
-        return _des_rows(design, scenario, points)
+        return _des_rows(design, scenario, points, progress)
     from joblib import Parallel, delayed
 
     n_chunks = min(len(points), 4 * jobs)
     chunks = [points[i::n_chunks] for i in range(n_chunks)]
-    done = Parallel(n_jobs=jobs)(delayed(_des_rows)(design, scenario, c) for c in chunks)
+    done = []
+    for rows in Parallel(n_jobs=jobs, return_as="generator")(
+        delayed(_des_rows)(design, scenario, c) for c in chunks
+    ):
+        done.append(rows)  # chunks come back in order; progress counts DES runs
+        if progress is not None:
+            progress.advance(len(rows))
     out: list[tuple] = [()] * len(points)
     for i in range(n_chunks):
         for j, row in enumerate(done[i]):
@@ -235,8 +254,12 @@ def heatmap(
     sample_size: int | None = None,
     band: float = DEFAULT_BAND,
     jobs: int = 1,
+    progress: ProgressSink | None = None,
 ) -> HeatmapResult:
-    """Every (prompt, token) point of one Splitwise design: nine slowdowns, verdict, cost, power."""
+    """Every (prompt, token) point of one Splitwise design: nine slowdowns, verdict, cost, power.
+
+    `progress` counts one step for the analytic screen, then one per DES run (their number is known
+    once the screen has decided which points the DES re-checks)."""
     from splitplan.sim.analytic import evaluate_grid
 
     if engine not in ENGINES:
@@ -256,7 +279,11 @@ def heatmap(
         raise InputError(f"the grid has {len(pv) * len(tv)} points; at most {MAX_POINTS} are allowed")
     t0 = time.perf_counter()
     P, T = (a.ravel() for a in np.meshgrid(pv, tv, indexing="ij"))
+    if progress is not None:
+        progress.add(1 + (len(P) if engine == "des" else 0))
     batch = evaluate_grid(design, P, T, scenario, sample_size=sample_size)
+    if progress is not None:
+        progress.advance(1)
     slowdown = {k: batch.slowdown[k].copy() for k in SLO_KEYS}
     meets = batch.meets_slo.copy()
     stable = batch.stable.copy()
@@ -270,8 +297,12 @@ def heatmap(
         sel = np.flatnonzero(np.abs(margin) <= band)
     else:
         sel = np.arange(0)
+    _log.debug("%s: analytic screen of %d points in %.2f s", design.name, len(P), time.perf_counter() - t0)
+    if progress is not None and engine == "hybrid":
+        progress.add(len(sel))
     if len(sel):
-        rows = _run_des(design, scenario, [(int(P[i]), int(T[i])) for i in sel], jobs)
+        _log.debug("%s: %d points re-decided with the DES (jobs=%d)", design.name, len(sel), jobs)
+        rows = _run_des(design, scenario, [(int(P[i]), int(T[i])) for i in sel], jobs, progress)
         for i, (sd, ok, st, head, u_p, u_t) in zip(sel, rows, strict=True):
             for j, k in enumerate(SLO_KEYS):
                 slowdown[k][i] = sd[j]

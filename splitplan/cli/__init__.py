@@ -31,11 +31,24 @@ def _version_callback(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(
         False, "--version", callback=_version_callback, is_eager=True, help="Print the version."
     ),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No progress bars or notes; results and errors only."
+    ),
+    verbose: int = typer.Option(
+        0, "--verbose", "-v", count=True, help="Log what splitplan is doing (debug)."
+    ),
 ) -> None:
     """Plan phase-split (prefill/decode) LLM inference clusters that meet all nine latency SLOs."""
+    from splitplan.cli._logging import configure, reset
+
+    if quiet and verbose:
+        raise typer.BadParameter("--quiet and --verbose contradict each other; give one")
+    configure(quiet=quiet, verbose=verbose)
+    ctx.call_on_close(reset)  # a library caller in the same process sees logging as it was
 
 
 def _register() -> None:

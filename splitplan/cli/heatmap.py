@@ -88,7 +88,13 @@ def heatmap_command(
         slo=slo,
         seed=seed,
     )
-    result = api.heatmap(d, scenario, pr, tr, engine, sample_size=sample_size, jobs=jobs)
+    from splitplan.cli._progress import StepProgress
+
+    with StepProgress(f"heatmap {d.name}") as progress:
+        progress.describe(f"{engine} over {(pr[1] - pr[0] + 1) * (tr[1] - tr[0] + 1)} points")
+        result = api.heatmap(
+            d, scenario, pr, tr, engine, sample_size=sample_size, jobs=jobs, progress=progress
+        )
     if out is not None:
         result.write_parquet(out)
     if plot is not None:

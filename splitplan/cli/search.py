@@ -170,7 +170,9 @@ def search_command(
     if request is not None:
         req = replay_request(ctx, req, request)
     storage = req.storage
-    progress = _LazyProgress(enabled=sys.stderr.isatty())
+    from splitplan.cli._logging import progress_enabled
+
+    progress = _LazyProgress(enabled=progress_enabled())
     meta = {
         "objective": req.objective,
         "engine": req.engine,
@@ -215,16 +217,15 @@ def search_command(
         if out is not None:
             con.print(f"{outcome.evaluated_points} points written to {out}")
     if export_plan is not None:
-        _export_plan(req, outcome, export_plan, quiet=json_out)
+        _export_plan(req, outcome, export_plan)
 
 
 def _save_request(req: Any, path: Path) -> None:
     from splitplan.api._request import save_request
+    from splitplan.cli._logging import note
 
     save_request(req, path)
-    print(
-        f"search request written to {path}; replay with: splitplan search --request {path}", file=sys.stderr
-    )
+    note(f"search request written to {path}; replay with: splitplan search --request {path}")
 
 
 def _with_metrics(doc: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
@@ -236,12 +237,12 @@ def _with_metrics(doc: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any
     return doc
 
 
-def _export_plan(req: Any, outcome: Any, path: Path, *, quiet: bool) -> None:
+def _export_plan(req: Any, outcome: Any, path: Path) -> None:
     from splitplan.api._plan import export_plan, search_plan
+    from splitplan.cli._logging import note
 
     export_plan(search_plan(req, outcome), path)  # InfeasibleError: one line, exit 0, no file
-    if not quiet:
-        print(f"deployment plan written to {path}", file=sys.stderr)
+    note(f"deployment plan written to {path}")
 
 
 def register(app: typer.Typer) -> None:

@@ -81,15 +81,15 @@ def simulate_command(
         table = requests_table(result)
         write_with(requests_out, lambda tmp: pq.write_table(table, tmp))
     if export_plan is not None:
-        import sys
+        import logging
 
         from splitplan.api._plan import export_plan as write_plan
         from splitplan.api._plan import simulation_plan
 
         write_plan(simulation_plan(result, scenario), export_plan)
         if not result.meets_slo:
-            print(
-                f"splitplan: note: {export_plan} plans a configuration that misses the SLOs", file=sys.stderr
+            logging.getLogger("splitplan.cli").warning(
+                f"{export_plan} plans a configuration that misses the SLOs"
             )
     from splitplan.api._plan import simulation_metrics
 

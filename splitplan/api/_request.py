@@ -91,8 +91,9 @@ def _table(name: str, values: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def request_toml(req: SearchRequest) -> str:
-    """The TOML text of `req` (inputs absolute, SLOs inline, input files hashed)."""
+def request_document(req: SearchRequest, *, hash_files: bool = True) -> dict[str, Any]:
+    """`req` as plain data: [search], [workload], [slo] resolved, [files] with SHA-256 (None-valued
+    fields dropped). Also the `request` of a search-points parquet file's metadata."""
     search: dict[str, Any] = {}
     for f in fields(SearchRequest):
         if f.name in ("workload", "slo"):
@@ -115,19 +116,31 @@ def request_toml(req: SearchRequest) -> str:
         p = Path(path)
         if not p.is_file():
             raise InputError(f"cannot save the request: input file {p} does not exist")
-        files[path] = _sha256(p)
+        files[path] = _sha256(p) if hash_files else None
+    drop = lambda d: {k: v for k, v in d.items() if v is not None}  # noqa: E731
+    return {
+        "search": drop(search),
+        "workload": drop(workload),
+        "slo": {"slowdown": dict(slo.slowdown), "latency_s": dict(slo.latency_s)},
+        "files": files,
+    }
+
+
+def request_toml(req: SearchRequest) -> str:
+    """The TOML text of `req` (inputs absolute, SLOs inline, input files hashed)."""
+    doc = request_document(req)
     out = [
         "# A splitplan search request. Replay it exactly: splitplan search --request THIS_FILE",
         f"kind = {_toml_value(REQUEST_KIND)}",
         f"request_version = {REQUEST_VERSION}",
         f"splitplan_version = {_toml_value(__version__)}",
         "",
-        *_table("search", search),
-        *_table("workload", workload),
-        *_table("slo.slowdown", slo.slowdown),
-        *_table("slo.latency_s", slo.latency_s),
+        *_table("search", doc["search"]),
+        *_table("workload", doc["workload"]),
+        *_table("slo.slowdown", doc["slo"]["slowdown"]),
+        *_table("slo.latency_s", doc["slo"]["latency_s"]),
         "# SHA-256 of every input file; a replay refuses files that changed",
-        *_table("files", files),
+        *_table("files", doc["files"]),
     ]
     return "\n".join(out).rstrip() + "\n"
 

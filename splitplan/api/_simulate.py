@@ -95,13 +95,31 @@ def simulate(config: ClusterConfig, scenario: Scenario, engine: str = "des") -> 
     return _simulate(config, scenario, engine)
 
 
-def requests_table(result: SimResult):  # -> pyarrow.Table
-    """Per-request results as a pyarrow table (columns named with units)."""
-    import pyarrow as pa
+def requests_table(result: SimResult, scenario: Scenario | None = None):  # -> pyarrow.Table
+    """Per-request results as a pyarrow table (report.output_schema: columns named with units)."""
+    from splitplan.report.output_schema import build_table
 
     if result.per_request is None:
         raise InputError(f"the {result.engine} engine keeps no per-request results; use --engine des")
-    cols = result.per_request.columns()
-    table = pa.table(cols)
-    meta = {b"splitplan.config": result.config.label.encode(), b"splitplan.engine": result.engine.encode()}
-    return table.replace_schema_metadata(meta)
+    legacy = {"splitplan.config": result.config.label, "splitplan.engine": result.engine}
+    context: dict[str, object] = {
+        "design": result.config.design.name,
+        "configuration": result.config.label,
+        "prompt_machine_type": result.config.design.prompt.name,
+        "token_machine_type": result.config.design.token.name,
+        "engine": result.engine,
+    }
+    if scenario is not None:
+        wl = scenario.workload
+        context.update(
+            workload=wl.name,
+            workload_meta=dict(wl.meta),
+            requests=wl.n,
+            duration_s=wl.duration_s,
+            model=scenario.model.name,
+            seed=scenario.seed,
+            slo={"slowdown": dict(scenario.slo.slowdown), "latency_s": dict(scenario.slo.latency_s)},
+        )
+    return build_table(
+        "requests", result.per_request.columns(), command="simulate", context=context, legacy=legacy
+    )

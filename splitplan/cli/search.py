@@ -188,7 +188,7 @@ def search_command(
             _save_request(req, save_request)
         kept = []
         if out is not None and exc.points:
-            write_parquet_atomic(points_table(exc.points, partial=True, **meta), out)
+            write_parquet_atomic(points_table(exc.points, partial=True, context=_context(req), **meta), out)
             kept.append(f"{len(exc.points)} evaluated points written to {out}")
         if storage is not None:
             kept.append(f"finished DES runs kept in {storage}; rerun the same command to resume")
@@ -200,7 +200,7 @@ def search_command(
     if save_request is not None:
         _save_request(req, save_request)
     if out is not None:
-        write_parquet_atomic(points_table(outcome.points, **meta), out)
+        write_parquet_atomic(points_table(outcome.points, context=_context(req), **meta), out)
     from splitplan.api._plan import search_metrics
 
     metrics = search_metrics(req, outcome)
@@ -218,6 +218,14 @@ def search_command(
             con.print(f"{outcome.evaluated_points} points written to {out}")
     if export_plan is not None:
         _export_plan(req, outcome, export_plan)
+
+
+def _context(req: Any) -> dict[str, Any]:
+    """The metadata document's context of a search-points file: the whole request."""
+    from splitplan.api._request import request_document
+
+    doc = request_document(req, hash_files=False)
+    return {"request": doc, "model": req.model, "seed": req.seed, "slo": doc["slo"]}
 
 
 def _save_request(req: Any, path: Path) -> None:

@@ -78,7 +78,7 @@ def simulate_command(
 
         from splitplan._io import write_with
 
-        table = requests_table(result)
+        table = requests_table(result, scenario)
         write_with(requests_out, lambda tmp: pq.write_table(table, tmp))
     if export_plan is not None:
         import logging

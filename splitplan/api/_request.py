@@ -15,6 +15,7 @@ import math
 import re
 import tomllib
 from dataclasses import fields, replace
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,12 @@ REQUEST_VERSION = 1
 EXECUTION_FIELDS = ("jobs", "backend", "scheduler", "storage")
 _TUPLES = ("designs", "prompt_gpus", "token_gpus")
 _PATHS = ("config",)
+_PAIRS = (
+    "prompt_power_cap",
+    "token_power_cap",
+    "prompt_range",
+    "token_range",
+)  # (lo, hi) in TOML as [lo, hi]
 
 
 def _sha256(path: Path) -> str:
@@ -103,7 +110,9 @@ def request_document(req: SearchRequest, *, hash_files: bool = True) -> dict[str
             v = _abs(v)
         if f.name == "perf" and v not in (None, "analytic"):
             v = _abs(v)
-        search[f.name] = list(v) if f.name in _TUPLES else v
+        if isinstance(v, Enum):
+            v = v.value  # the request parses the value back into its enum
+        search[f.name] = list(v) if isinstance(v, tuple) else v
     wl = req.workload
     workload = {f.name: getattr(wl, f.name) for f in fields(WorkloadRequest)}
     if wl.workload not in PRESETS:
@@ -193,6 +202,9 @@ def load_request(path: str | Path) -> SearchRequest:
     search = _fill(SearchRequest, doc["search"], "search", p, skip=("workload", "slo"))
     for name in _TUPLES:
         search[name] = tuple(search.get(name) or ())
+    for name in _PAIRS:
+        if isinstance(search.get(name), list):
+            search[name] = tuple(search[name])
     workload = WorkloadRequest(**_fill(WorkloadRequest, doc["workload"], "workload", p))
     slo_doc = doc["slo"]
     try:

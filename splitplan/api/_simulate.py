@@ -9,10 +9,12 @@ from pathlib import Path
 from splitplan.catalog import get_model
 from splitplan.design import ClusterConfig, Design, custom_design, get_design
 from splitplan.errors import InputError
+from splitplan.perf import resolve_perf
+from splitplan.perf.stacks import DEFAULT_STACK
 from splitplan.sim import Scenario, SimResult
 from splitplan.sim import simulate as _simulate
 from splitplan.sim.config import config_perf, load_config
-from splitplan.slo import load_slo
+from splitplan.slo import SloSpec, load_slo
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,7 +35,7 @@ def build_scenario(
     model: str = "llama2-70b",
     perf: str | None = None,
     config: str | Path | None = None,
-    slo: str | Path | None = None,
+    slo: SloSpec | str | Path | None = None,
     seed: int = 0,
 ) -> Scenario:
     """Resolve names and files into a Scenario (validated here, at the boundary)."""
@@ -41,9 +43,8 @@ def build_scenario(
 
     wr = workload or WorkloadRequest()
     sim = load_config(config)
-    perf_source = perf or config_perf(config) or "analytic"
-    if perf_source != "analytic" and not Path(perf_source).is_file():
-        raise InputError(f"performance profile {perf_source} does not exist")
+    perf_source = perf or config_perf(config) or DEFAULT_STACK
+    resolve_perf(perf_source)  # a clear error now for an unknown name or a missing file
     if wr.trace is not None:
         wl = read_trace(wr.trace)
     else:

@@ -9,7 +9,7 @@ import typer
 try:  # typer ≥ 0.20 vendors click
     from typer._click import exceptions as click_exceptions
 except ImportError:  # pragma: no cover
-    from click import exceptions as click_exceptions
+    from click import exceptions as click_exceptions  # type: ignore[no-redef]
 
 from splitplan._version import __version__
 from splitplan.errors import InfeasibleError, SplitplanError

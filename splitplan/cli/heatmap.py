@@ -41,9 +41,13 @@ def heatmap_command(
     perf: PerfOpt = None,
     config: ConfigOpt = None,
     slo: SloOpt = None,
-    engine: Annotated[str, typer.Option(help="analytic, des, or hybrid (DES near the limit).")] = "analytic",
+    engine: Annotated[
+        str,
+        typer.Option(help="hybrid (the search's answer), des (every point), or analytic (fast, unverified)."),
+    ] = "hybrid",
     sample_size: Annotated[int | None, typer.Option(help="Requests sampled by the analytic engine.")] = None,
     jobs: Annotated[int, typer.Option(help="Parallel DES processes.")] = 1,
+    band: Annotated[float, typer.Option(help="Hybrid: analytic-margin band re-checked with the DES.")] = 0.3,
     seed: SeedOpt = 0,
     out: Annotated[Path | None, typer.Option("--out", help="Write one row per point (parquet).")] = None,
     plot: Annotated[
@@ -56,13 +60,13 @@ def heatmap_command(
 ) -> None:
     """Evaluate every (prompt, token) configuration of one design: slowdowns, SLO verdict, optima."""
     from splitplan import api
-    from splitplan.api._heatmap import parse_range
     from splitplan.api._simulate import WorkloadRequest, resolve_design
     from splitplan.cli._common import print_json
+    from splitplan.cli._parse import library_errors_as_flags, parse_range
     from splitplan.errors import InputError
 
-    pr = parse_range(prompt_range, "prompt")
-    tr = parse_range(token_range, "token")
+    pr = parse_range(prompt_range, "--prompt-range")
+    tr = parse_range(token_range, "--token-range")
     from splitplan.report.plot import check_dpi, plot_format
 
     if out is not None and out.suffix.lower() != ".parquet":
@@ -90,10 +94,10 @@ def heatmap_command(
     )
     from splitplan.cli._progress import StepProgress
 
-    with StepProgress(f"heatmap {d.name}") as progress:
+    with StepProgress(f"heatmap {d.name}") as progress, library_errors_as_flags():
         progress.describe(f"{engine} over {(pr[1] - pr[0] + 1) * (tr[1] - tr[0] + 1)} points")
         result = api.heatmap(
-            d, scenario, pr, tr, engine, sample_size=sample_size, jobs=jobs, progress=progress
+            d, scenario, pr, tr, engine, sample_size=sample_size, jobs=jobs, band=band, progress=progress
         )
     if out is not None:
         result.write_parquet(out)
@@ -110,6 +114,7 @@ def heatmap_command(
 
 def _render(result, out: Path | None, plot: Path | None) -> None:
     from splitplan.cli._common import console
+    from splitplan.search import Engine
 
     con = console()
     n = len(result.prompt_machines)
@@ -119,6 +124,7 @@ def _render(result, out: Path | None, plot: Path | None) -> None:
         f"({result.prompt_values[0]}–{result.prompt_values[-1]} prompt × "
         f"{result.token_values[0]}–{result.token_values[-1]} token), engine {result.engine}"
         + (f" ({result.des_points} decided by the DES)" if result.des_points else "")
+        + (" — analytic, unverified" if result.engine is Engine.ANALYTIC else "")
         + f", {result.wall_s:.2f} s"
     )
     if feasible == 0:

@@ -40,11 +40,13 @@ def pareto_command(
 ) -> None:
     """Draw the cost–power and cost–throughput Pareto fronts of all designs, optima marked."""
     from splitplan import api
-    from splitplan.api._pareto import pareto
     from splitplan.cli._common import print_json
+    from splitplan.cli._parse import library_errors_as_flags
     from splitplan.errors import InputError
     from splitplan.report.pareto import plot_pareto
     from splitplan.report.plot import check_dpi, plot_format
+    from splitplan.search import Engine, Objective
+    from splitplan.search.objective import parse_enum
 
     if plot is not None:
         plot_format(plot)
@@ -72,23 +74,25 @@ def pareto_command(
                 f"search options ({', '.join(given)}) apply only to a search run now, "
                 "not to a search output file"
             )
-        fronts = pareto(source)
+        with library_errors_as_flags():
+            fronts = api.pareto(source)
         where = source.name
     else:
-        req = api.SearchRequest(
-            designs=tuple(design or ()),
-            workload=api.WorkloadRequest(
-                workload=workload or "coding", rate_rps=rate or 70.0, duration_s=duration or 120.0
-            ),
-            model=model or "llama2-70b",
-            objective=objective or "cost",
-            budget=budget,
-            max_machines=max_machines,
-            engine=engine or "hybrid",
-            seed=seed or 0,
-            jobs=jobs or 1,
-        )
-        fronts = pareto(req)
+        with library_errors_as_flags():
+            req = api.SearchRequest(
+                designs=tuple(design or ()),
+                workload=api.WorkloadRequest(
+                    workload=workload or "coding", rate_rps=rate or 70.0, duration_s=duration or 120.0
+                ),
+                model=model or "llama2-70b",
+                objective=parse_enum(Objective, objective or "cost", "--objective"),
+                budget=budget,
+                max_machines=max_machines,
+                engine=parse_enum(Engine, engine or "hybrid", "--engine"),
+                seed=seed or 0,
+                jobs=jobs or 1,
+            )
+            fronts = api.pareto(req)
         where = f"{req.workload.workload} at {req.workload.rate_rps:g} req/s, {req.model}"
     if plot is not None:
         plot_pareto(plot, fronts, title=f"Pareto fronts across designs — {where}", dpi=dpi)

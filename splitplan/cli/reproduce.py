@@ -24,10 +24,10 @@ def reproduce_command(
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Re-derive the Splitwise paper's evaluation and print it beside the paper's figures."""
-    from splitplan.api._reproduce import ReproduceRequest, reproduce
+    from splitplan import api
     from splitplan.cli._common import print_json
 
-    req = ReproduceRequest(
+    req = api.ReproduceRequest(
         out_dir=out,
         quick=quick,
         models=tuple(model or ("bloom-176b", "llama2-70b")),
@@ -49,7 +49,7 @@ def reproduce_command(
             started[0] = True
             bar.describe(msg)
 
-        report = reproduce(req, progress=step)
+        report = api.reproduce(req, progress=step)
         bar.advance(1)
     if json_out:
         print_json(report.to_json())

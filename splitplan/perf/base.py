@@ -1,4 +1,4 @@
-"""Layer 1: the performance-model contract shared by every implementation.
+"""Layer 2: the performance-model contract shared by every implementation.
 
 A performance model answers "how long does one iteration take on one machine" for a fixed
 (model, machine type, power cap). Every method broadcasts over numpy arrays of any shape and

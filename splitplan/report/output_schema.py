@@ -89,7 +89,7 @@ _HEATMAP_NAMES = (
 _REQUEST_NAMES = tuple(f.name for f in fields(RequestMetrics))
 _DESCRIPTIONS = {
     "decided_by": "des (simulated), dominance (implied by a DES-decided point) or analytic (screen only)",
-    "engine": "which evaluator decided the point: analytic or des",
+    "engine": "what decided the point: des (simulated), dominance (implied by a DES point) or analytic",
     "binding_slo": "the SLO with least headroom; a latency limit ends in _latency",
     "prompt_machine": "index of the prompt instance that served the request",
     "token_machine": "index of the token instance that served the request",

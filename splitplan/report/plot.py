@@ -149,6 +149,7 @@ def plot_heatmap(
             ax.set_title(f"{_TITLES[metric]} P{pct} slowdown (SLO ≤ {limit:g})", fontsize=12)
             ax.set_xlabel("token machines")
             ax.set_ylabel("prompt machines")
+        assert im is not None  # every row has one panel per percentile
         cb = fig.colorbar(im, ax=list(axes[row]), extend="max", shrink=0.9, pad=0.01)
         cb.set_label(f"{_TITLES[metric]} slowdown (× alone on DGX-A100)")
         row_limits = [

@@ -10,18 +10,14 @@ import numpy as np
 from splitplan.design import ClusterConfig
 from splitplan.errors import InputError
 from splitplan.perf import kv_capacity_bytes
+from splitplan.sim.kv_transfer import kv_transfer_s, link_bytes_per_s  # noqa: F401 (sim.des exports them)
 from splitplan.sim.result import RequestMetrics, SimResult
 from splitplan.sim.scenario import Scenario
 from splitplan.slo import percentiles, reference_latencies, verdict
 
 MIN_ITERATION_S = 1e-6  # extrapolated profile curves must never yield a non-positive time
 WAIT_CAPACITY = 4096  # waiting tasks per machine before the run is declared unstable
-
-# Layer-wise transfer hides all but a near-constant tail (SPLITWISE.md §4): ~8 ms on 200 GB/s links
-# (A100 machines), ~5 ms on faster ones (H100).
-LAYERWISE_SLOW_LINK_S = 0.008
-LAYERWISE_FAST_LINK_S = 0.005
-FAST_LINK_BYTES_PER_S = 300e9
+transfer_times_s = kv_transfer_s  # the name sim.des has exported (the rule: sim/kv_transfer.py)
 
 
 def _tables(scenario: Scenario, config: ClusterConfig, n_tokens: int, max_batch: int):
@@ -47,26 +43,6 @@ def _tables(scenario: Scenario, config: ClusterConfig, n_tokens: int, max_batch:
     np.maximum(ttab, MIN_ITERATION_S, out=ttab)
     np.maximum(mtab, MIN_ITERATION_S, out=mtab)
     return ptab, ttab, tctx, mtab, mctx
-
-
-def link_bytes_per_s(scenario: Scenario, config: ClusterConfig) -> float:
-    if scenario.sim.link_bytes_per_s is not None:
-        return float(scenario.sim.link_bytes_per_s)
-    d = config.design
-    return float(min(d.prompt.type.interconnect_bytes_per_s, d.token.type.interconnect_bytes_per_s))
-
-
-def transfer_times_s(scenario: Scenario, config: ClusterConfig, prompt_tokens: np.ndarray) -> np.ndarray:
-    """KV-cache transfer time per request once its prompt is done (what is not overlapped)."""
-    link = link_bytes_per_s(scenario, config)
-    serialized = prompt_tokens * scenario.kv_bytes_per_token / link
-    if scenario.sim.kv_transfer == "serialized":
-        return serialized
-    tail = scenario.sim.layerwise_overhead_s
-    if tail is None:
-        tail = LAYERWISE_FAST_LINK_S if link >= FAST_LINK_BYTES_PER_S else LAYERWISE_SLOW_LINK_S
-    layerwise = prompt_tokens >= scenario.sim.layerwise_min_prompt_tokens
-    return np.where(layerwise, np.minimum(tail, serialized), serialized)
 
 
 def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
@@ -102,7 +78,7 @@ def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
         n_machines = config.prompt_machines + config.token_machines
         cls = np.r_[np.zeros(config.prompt_machines, np.int64), np.ones(config.token_machines, np.int64)]
         tag = cls.copy()
-        xfer = transfer_times_s(scenario, config, p.astype(np.float64))
+        xfer = kv_transfer_s(scenario, design, p)
 
     kernel = _kernel()
     start = time.perf_counter()

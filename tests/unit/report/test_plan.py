@@ -120,8 +120,8 @@ def test_baseline_plan_has_one_mixed_pool(scenario):
 def _search(designs: tuple[str, ...], prompt_need: float = 26.5):
     req = api.SearchRequest(
         designs=designs,
-        prompt_range="10:16",
-        token_range="3:6",
+        prompt_range=(10, 16),
+        token_range=(3, 6),
         workload=api.WorkloadRequest(duration_s=10.0),
     )
     return req, api.search(req, evaluator=FakeEvaluator(prompt_need=prompt_need))

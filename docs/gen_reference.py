@@ -150,7 +150,40 @@ def render() -> str:
         lines.append(f"- [`splitplan {name}`](#splitplan-{name}) — {_cell(_first_line(sub))}")
     lines.append("")
     _walk([], root, lines)
+    _output_files(lines)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+_FILES = {
+    "search-points": "`search --out FILE.parquet`: one row per evaluated point",
+    "heatmap": "`heatmap --out FILE.parquet`: one row per (prompt, token) point",
+    "requests": "`simulate --requests-out FILE.parquet`: one row per request (DES)",
+}
+
+
+def _output_files(lines: list[str]) -> None:
+    """The parquet files' columns, from splitplan.report.output_schema (the one schema module)."""
+    from splitplan.report import output_schema as schema
+
+    lines += [
+        "## Output files",
+        "",
+        f"Every parquet file follows one schema module (`splitplan.report.output_schema`, schema version "
+        f"{schema.SCHEMA_VERSION}). Units are in each field's metadata (`unit`) and in the names' "
+        "suffixes. Null means not measured or no finite value (never NaN, inf or a sentinel); nullable "
+        "integers stay integers (pandas reads them as `Int64`). The metadata is one JSON document under "
+        f"the key `{schema.METADATA_KEY}`: `schema_version`, `splitplan_version`, `kind`, `command`, the "
+        "scenario (workload, model, SLO limits, seed; a search adds its whole `request`), `stack` "
+        "(Python, numpy, pyarrow versions) and `columns` (type and unit of each). Read it with "
+        "`splitplan.report.output_schema.read_metadata(path)`.",
+        "",
+    ]
+    for kind in schema.KINDS:
+        lines += [f"### {kind}", "", _FILES[kind] + ".", "", "| column | type | unit | description |"]
+        lines.append("|---|---|---|---|")
+        for c in schema.columns(kind):
+            lines.append(f"| `{c.name}` | {c.type} | {_cell(c.unit)} | {_cell(c.description)} |")
+        lines.append("")
 
 
 def _first_line(cmd: Any) -> str:

@@ -1,13 +1,15 @@
 """Error tree (below every layer). Errors are what a user can act on; anything else is a bug.
 
     SplitplanError
-    └── InputError                bad option, file, CSV row, SLO file, config value (names it)
-        ├── CatalogError          unknown GPU / machine / model / design name, malformed entry
-        └── ModelDoesNotFitError  weights (plus minimal KV) exceed a machine's memory
+    ├── InputError                bad option, file, CSV row, SLO file, config value (names it)
+    │   ├── CatalogError          unknown GPU / machine / model / design name, malformed entry
+    │   └── ModelDoesNotFitError  weights (plus minimal KV) exceed a machine's memory
+    └── InfeasibleError           a deployment plan asked of a design that meets the SLOs nowhere
 
 "No configuration meets the SLOs" is a result, not an error: searches and heatmaps report it
-(meets_slo false, nulls) and the CLI exits 0. The CLI turns any SplitplanError into one line on
-stderr and exit code 2.
+(meets_slo false, nulls) and the CLI exits 0. Only what needs a feasible configuration to exist
+(an exported deployment plan) raises InfeasibleError: one line, no file, exit 0. The CLI turns any
+other SplitplanError into one line on stderr and exit code 2.
 """
 
 from __future__ import annotations
@@ -27,3 +29,7 @@ class CatalogError(InputError):
 
 class ModelDoesNotFitError(InputError):
     """The model's weights do not fit in the machine's memory."""
+
+
+class InfeasibleError(SplitplanError):
+    """No configuration of the design(s) meets every SLO, so there is nothing to deploy."""

@@ -38,11 +38,30 @@ DEFAULT_SLOWDOWN_LIMITS: dict[str, float] = {
 }
 
 
+# What the field also calls TBT (time between tokens): TPOT (time per output token), ITL
+# (inter-token latency). Accepted in SLO files and flags, stored under the tbt_* keys.
+TBT_ALIASES = ("tpot", "itl")
+
+
+def canonical_slo_key(key: str) -> str:
+    """`tpot_p99` / `itl_p99` → `tbt_p99`; every other key unchanged."""
+    metric, sep, rest = str(key).partition("_")
+    return f"tbt_{rest}" if sep and metric.lower() in TBT_ALIASES else str(key)
+
+
 def _check_limits(limits: dict[str, object], what: str, source: str) -> dict[str, float]:
     out: dict[str, float] = {}
-    for key, value in limits.items():
+    seen: dict[str, str] = {}
+    for given, value in limits.items():
+        key = canonical_slo_key(given)
+        if key in seen:
+            raise InputError(f"{source}: {what} keys {seen[key]!r} and {given!r} name the same SLO")
+        seen[key] = given
         if key not in SLO_KEYS:
-            raise InputError(f"{source}: unknown {what} key {key!r} (expected {', '.join(SLO_KEYS)})")
+            raise InputError(
+                f"{source}: unknown {what} key {given!r} "
+                f"(expected {', '.join(SLO_KEYS)}; tpot_/itl_ name tbt_)"
+            )
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise InputError(f"{source}: {what}.{key} must be a number, got {value!r}")
         if not (math.isfinite(value) and value > 0):
@@ -63,8 +82,12 @@ class SloSpec:
         object.__setattr__(self, "latency_s", _check_limits(dict(self.latency_s), "latency_s", "SLO"))
 
 
-def load_slo(path: str | Path | None) -> SloSpec:
-    """Read an SLO TOML file: `[slowdown]` overrides Table VI keys, `[latency_s]` adds limits."""
+def load_slo(path: str | Path | SloSpec | None) -> SloSpec:
+    """Read an SLO TOML file: `[slowdown]` overrides Table VI keys, `[latency_s]` adds limits.
+
+    A SloSpec passes through (limits already resolved, e.g. a file plus command-line overrides)."""
+    if isinstance(path, SloSpec):
+        return path
     if path is None:
         return SloSpec()
     p = Path(path)

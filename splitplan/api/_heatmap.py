@@ -13,6 +13,7 @@ analytic evaluator's estimate.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from splitplan.search import (
 )
 from splitplan.search.grid import classify, make_grid
 from splitplan.search.objective import Engine, Objective, parse_enum
+from splitplan.search.parallel import ProgressSink
 from splitplan.search.problem import DEFAULT_BAND
 from splitplan.sim.scenario import Scenario
 from splitplan.slo import SLO_KEYS
@@ -46,6 +48,8 @@ from splitplan.slo import SLO_KEYS
 ENGINES = tuple(e.value for e in Engine)
 DEFAULT_ENGINE = Engine.HYBRID
 MAX_POINTS = 100_000
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,9 +140,9 @@ class HeatmapResult:
 
         return write_heatmap(self.to_table(), path)
 
-    def plot(self, path: str | Path) -> Path:
-        """The 3×3 slowdown figure (PNG) with the frontier and the optima marked."""
-        from splitplan.report.plot import plot_heatmap
+    def plot(self, path: str | Path, *, dpi: int | None = None) -> Path:
+        """The 3×3 slowdown figure (PNG, SVG or PDF by extension) with the frontier and optima."""
+        from splitplan.report.plot import DEFAULT_DPI, plot_heatmap
 
         co, po = self.cost_optimal, self.power_optimal
         m = self.meta
@@ -157,6 +161,7 @@ class HeatmapResult:
             cost_optimal=None if co is None else (co.prompt_machines, co.token_machines),
             power_optimal=None if po is None else (po.prompt_machines, po.token_machines),
             title=title,
+            dpi=DEFAULT_DPI if dpi is None else dpi,
         )
 
     def to_json(self) -> dict[str, object]:
@@ -236,6 +241,26 @@ def _des_decisions(outcomes: list[SearchOutcome]) -> dict[tuple[int, int], Decis
     return decided
 
 
+class _DesRunProgress:
+    """Relays a search's task progress as DES runs: each finished task reports the verdicts it added
+    to the shared store (a cached verdict is no run)."""
+
+    def __init__(self, sink: ProgressSink, store: PointStore) -> None:
+        self._sink = sink
+        self._store = store
+        self._seen = len(store)
+
+    def add(self, total: int) -> None:  # tasks, not runs: the runs are counted as they finish
+        pass
+
+    def advance(self, n: int = 1) -> None:
+        now = len(self._store)
+        if now > self._seen:
+            self._sink.add(now - self._seen)
+            self._sink.advance(now - self._seen)
+            self._seen = now
+
+
 def heatmap(
     design: Design,
     scenario: Scenario,
@@ -248,11 +273,14 @@ def heatmap(
     jobs: int = 1,
     runner: Runner | None = None,
     store: PointStore | None = None,
+    progress: ProgressSink | None = None,
 ) -> HeatmapResult:
     """Every (prompt, token) point of one Splitwise design: nine slowdowns, verdict, cost, power.
 
     `runner` and `store` are the search's (parallel workers; finished DES verdicts, shared with a
     search or another heatmap on the same scenario); `jobs` makes a local runner when none is given.
+    `progress` counts one step for the analytic screen, then one per DES run as each finishes (the
+    hybrid walk decides how many it needs only as it goes, so each run is scheduled when it is made).
     """
     from splitplan.sim.analytic import evaluate_grid
 
@@ -274,12 +302,19 @@ def heatmap(
         raise InputError(f"the grid has {len(pv) * len(tv)} points; at most {MAX_POINTS} are allowed")
     t0 = time.perf_counter()
     P, T = grid.flat
+    if progress is not None:
+        progress.add(1)
     batch = evaluate_grid(design, P, T, scenario, sample_size=sample_size)
+    if progress is not None:
+        progress.advance(1)
+    _log.debug("%s: analytic screen of %d points in %.2f s", design.name, len(P), time.perf_counter() - t0)
     space = _space(design, pr, tr)
     evaluator = SimEvaluator(scenario, sample_size=sample_size)
     runner = runner or Runner(jobs=jobs)
     own_store = store is None
     store = PointStore() if store is None else store
+    relay = None if progress is None else _DesRunProgress(progress, store)
+    _log.debug("%s: %s engine over %d points (jobs=%d)", design.name, eng.value, len(P), runner.workers)
     outcomes = []
     try:
         for objective in (Objective.COST, Objective.POWER):
@@ -290,7 +325,7 @@ def heatmap(
                 engine=eng,
                 band=band,
             )
-            outcomes.append(run_search(problem, evaluator, runner=runner, store=store))
+            outcomes.append(run_search(problem, evaluator, runner=runner, store=store, progress=relay))
     finally:
         if own_store:
             store.close()

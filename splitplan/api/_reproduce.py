@@ -207,6 +207,19 @@ def _search_kwargs(assumptions: str) -> dict[str, Any]:
     raise InputError(f"unknown assumptions {assumptions!r} (expected compat or splitplan)")
 
 
+QUICK_STEPS = 2  # per (model, assumptions): Fig. 12 and iso-power conversation
+FULL_STEPS = 7  # + iso-power coding, iso-cost conversation, iso-throughput, batch mode, robustness
+
+
+def planned_steps(req: ReproduceRequest) -> int:
+    """How many figure steps `reproduce` will announce through its `progress` callback."""
+    assumptions = list(req.assumptions)
+    if "compat" in assumptions and not (shared_dir() / "reference" / "splitwise-sim").is_dir():
+        assumptions.remove("compat")
+    models = req.models[:1] if req.quick else req.models
+    return len(models) * len(assumptions) * (QUICK_STEPS if req.quick else FULL_STEPS)
+
+
 def reproduce(req: ReproduceRequest, progress: Callable[[str], None] | None = None) -> ReproduceReport:
     """Run the paper's comparisons; write report.md, report.json and the Fig. 12 plots to out_dir."""
     t0 = time.perf_counter()

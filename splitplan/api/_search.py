@@ -25,6 +25,7 @@ from splitplan.search import (
 from splitplan.search.objective import Engine, Method, Objective, parse_enum
 from splitplan.search.parallel import BACKENDS, ProgressSink
 from splitplan.search.problem import DEFAULT_BAND, DEFAULT_BASELINE_MAX, DEFAULT_SPLIT_RANGE
+from splitplan.slo import SloSpec
 
 Cap = float | tuple[float, float]
 
@@ -114,7 +115,7 @@ class SearchRequest:
     model: str = "llama2-70b"
     perf: str | None = None
     config: str | Path | None = None
-    slo: str | Path | None = None
+    slo: SloSpec | str | Path | None = None  # limits, or a TOML file of them (None: the defaults)
     objective: Objective = Objective.COST
     power_budget_kw: float | None = None
     cost_budget_usd_per_h: float | None = None

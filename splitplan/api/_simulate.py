@@ -14,7 +14,7 @@ from splitplan.perf.stacks import DEFAULT_STACK
 from splitplan.sim import Scenario, SimResult
 from splitplan.sim import simulate as _simulate
 from splitplan.sim.config import config_perf, load_config
-from splitplan.slo import load_slo
+from splitplan.slo import SloSpec, load_slo
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,7 +35,7 @@ def build_scenario(
     model: str = "llama2-70b",
     perf: str | None = None,
     config: str | Path | None = None,
-    slo: str | Path | None = None,
+    slo: SloSpec | str | Path | None = None,
     seed: int = 0,
 ) -> Scenario:
     """Resolve names and files into a Scenario (validated here, at the boundary)."""
@@ -131,13 +131,31 @@ def simulate(config: ClusterConfig, scenario: Scenario, engine: str = "des") -> 
     return _simulate(config, scenario, engine)
 
 
-def requests_table(result: SimResult):  # -> pyarrow.Table
-    """Per-request results as a pyarrow table (columns named with units)."""
-    import pyarrow as pa
+def requests_table(result: SimResult, scenario: Scenario | None = None):  # -> pyarrow.Table
+    """Per-request results as a pyarrow table (report.output_schema: columns named with units)."""
+    from splitplan.report.output_schema import build_table
 
     if result.per_request is None:
         raise InputError(f"the {result.engine} engine keeps no per-request results; use --engine des")
-    cols = result.per_request.columns()
-    table = pa.table(cols)
-    meta = {b"splitplan.config": result.config.label.encode(), b"splitplan.engine": result.engine.encode()}
-    return table.replace_schema_metadata(meta)
+    legacy = {"splitplan.config": result.config.label, "splitplan.engine": result.engine}
+    context: dict[str, object] = {
+        "design": result.config.design.name,
+        "configuration": result.config.label,
+        "prompt_machine_type": result.config.design.prompt.name,
+        "token_machine_type": result.config.design.token.name,
+        "engine": result.engine,
+    }
+    if scenario is not None:
+        wl = scenario.workload
+        context.update(
+            workload=wl.name,
+            workload_meta=dict(wl.meta),
+            requests=wl.n,
+            duration_s=wl.duration_s,
+            model=scenario.model.name,
+            seed=scenario.seed,
+            slo={"slowdown": dict(scenario.slo.slowdown), "latency_s": dict(scenario.slo.latency_s)},
+        )
+    return build_table(
+        "requests", result.per_request.columns(), command="simulate", context=context, legacy=legacy
+    )

@@ -13,7 +13,7 @@ except ImportError:  # pragma: no cover
     from click import exceptions as click_exceptions  # type: ignore[no-redef]
 
 from splitplan._version import __version__
-from splitplan.errors import SplitplanError
+from splitplan.errors import InfeasibleError, SplitplanError
 
 app = typer.Typer(
     name="splitplan",
@@ -32,6 +32,7 @@ def _version_callback(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(
         False, "--version", callback=_version_callback, is_eager=True, help="Print the version."
     ),
@@ -44,8 +45,20 @@ def _root(
             "shipped one; repeatable; any command takes it (also $SPLITPLAN_CATALOG).",
         ),
     ] = None,
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No progress bars or notes; results and errors only."
+    ),
+    verbose: int = typer.Option(
+        0, "--verbose", "-v", count=True, help="Log what splitplan is doing (debug)."
+    ),
 ) -> None:
     """Plan phase-split (prefill/decode) LLM inference clusters that meet all nine latency SLOs."""
+    from splitplan.cli._logging import configure, reset
+
+    if quiet and verbose:
+        raise typer.BadParameter("--quiet and --verbose contradict each other; give one")
+    configure(quiet=quiet, verbose=verbose)
+    ctx.call_on_close(reset)  # a library caller in the same process sees logging as it was
     if catalog:
         from pathlib import Path
 
@@ -96,6 +109,9 @@ def _register() -> None:
     from splitplan.cli import reproduce
 
     reproduce.register(app)
+    from splitplan.cli import pareto
+
+    pareto.register(app)
 
 
 _register()
@@ -125,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     except click_exceptions.ClickException as exc:
         print(f"splitplan: error: {exc.format_message()}", file=sys.stderr)
         return exc.exit_code
+    except InfeasibleError as exc:
+        print(f"splitplan: {exc}", file=sys.stderr)
+        return 0
     except SplitplanError as exc:
         print(f"splitplan: error: {exc}", file=sys.stderr)
         return 2

@@ -56,3 +56,10 @@ PromptKvOpt = Annotated[
 TokenKvOpt = Annotated[
     str | None, typer.Option(help="Token-pool KV-cache precision (default: the weights').")
 ]
+ExportPlanOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--export-plan",
+        help="Write a neutral deployment plan (YAML) of the answer; see the export-a-deployment-plan how-to.",
+    ),
+]

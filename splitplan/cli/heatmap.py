@@ -62,7 +62,12 @@ def heatmap_command(
     band: Annotated[float, typer.Option(help="Hybrid: analytic-margin band re-checked with the DES.")] = 0.3,
     seed: SeedOpt = 0,
     out: Annotated[Path | None, typer.Option("--out", help="Write one row per point (parquet).")] = None,
-    plot: Annotated[Path | None, typer.Option("--plot", help="Write the 3×3 slowdown figure (PNG).")] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write the 3×3 slowdown figure (.png, .svg or .pdf).")
+    ] = None,
+    dpi: Annotated[
+        int | None, typer.Option("--dpi", help="Resolution of a PNG --plot (default 150).")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Evaluate every (prompt, token) configuration of one design: slowdowns, SLO verdict, optima."""
@@ -74,9 +79,16 @@ def heatmap_command(
 
     pr = parse_range(prompt_range, "--prompt-range")
     tr = parse_range(token_range, "--token-range")
-    for what, path, suffix in (("--out", out, ".parquet"), ("--plot", plot, ".png")):
-        if path is not None and path.suffix.lower() != suffix:
-            raise InputError(f"{what} must name a {suffix} file, got {path}")
+    from splitplan.report.plot import check_dpi, plot_format
+
+    if out is not None and out.suffix.lower() != ".parquet":
+        raise InputError(f"--out must name a .parquet file, got {out}")
+    if plot is not None:
+        plot_format(plot)
+    if dpi is not None:
+        if plot is None:
+            raise InputError("--dpi applies to --plot; give --plot FILE too")
+        check_dpi(dpi)
     d = resolve_design(
         design,
         prompt_gpu=prompt_gpu,
@@ -98,12 +110,17 @@ def heatmap_command(
         slo=slo,
         seed=seed,
     )
-    with library_errors_as_flags():
-        result = api.heatmap(d, scenario, pr, tr, engine, sample_size=sample_size, jobs=jobs, band=band)
+    from splitplan.cli._progress import StepProgress
+
+    with StepProgress(f"heatmap {d.name}") as progress, library_errors_as_flags():
+        progress.describe(f"{engine} over {(pr[1] - pr[0] + 1) * (tr[1] - tr[0] + 1)} points")
+        result = api.heatmap(
+            d, scenario, pr, tr, engine, sample_size=sample_size, jobs=jobs, band=band, progress=progress
+        )
     if out is not None:
         result.write_parquet(out)
     if plot is not None:
-        result.plot(plot)
+        result.plot(plot, dpi=dpi)
     if json_out:
         doc = result.to_json()
         doc["out"] = None if out is None else str(out)
@@ -143,4 +160,6 @@ def _render(result, out: Path | None, plot: Path | None) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("heatmap")(heatmap_command)
+    from splitplan.cli._slo_flags import with_slo_flags
+
+    app.command("heatmap")(with_slo_flags(heatmap_command))

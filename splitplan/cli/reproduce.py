@@ -24,8 +24,6 @@ def reproduce_command(
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Re-derive the Splitwise paper's evaluation and print it beside the paper's figures."""
-    import sys
-
     from splitplan import api
     from splitplan.cli._common import print_json
 
@@ -38,7 +36,21 @@ def reproduce_command(
         seed=seed,
         jobs=jobs,
     )
-    report = api.reproduce(req, progress=lambda msg: print(f"… {msg}", file=sys.stderr))
+    from splitplan.api._reproduce import planned_steps
+    from splitplan.cli._progress import StepProgress
+
+    with StepProgress("reproduce", notes=True) as bar:
+        bar.add(planned_steps(req))
+        started = [False]
+
+        def step(msg: str) -> None:  # each message starts the next figure step
+            if started[0]:
+                bar.advance(1)
+            started[0] = True
+            bar.describe(msg)
+
+        report = api.reproduce(req, progress=step)
+        bar.advance(1)
     if json_out:
         print_json(report.to_json())
         return

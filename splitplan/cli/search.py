@@ -9,6 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
+from splitplan.cli._common import ExportPlanOpt
+
 
 class _LazyProgress:
     """A rich progress bar on stderr that appears only once the work has lasted a second."""
@@ -55,6 +57,7 @@ class _LazyProgress:
 
 
 def search_command(
+    ctx: typer.Context,
     design: Annotated[
         list[str] | None,
         typer.Option(
@@ -127,9 +130,23 @@ def search_command(
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Write every evaluated point (parquet).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    export_plan: ExportPlanOpt = None,
+    save_request: Annotated[
+        Path | None,
+        typer.Option(
+            "--save-request", help="Write this search's full request (TOML) to replay with --request."
+        ),
+    ] = None,
+    request: Annotated[
+        Path | None,
+        typer.Option(
+            "--request", help="Replay a search saved with --save-request (same inputs, same result)."
+        ),
+    ] = None,
 ) -> None:
     """Find the best configuration of each design that meets all nine SLOs."""
     from splitplan import api
+    from splitplan.api._plan import check_plan_path
     from splitplan.api._simulate import WorkloadRequest
     from splitplan.cli._common import console, print_json
     from splitplan.cli._parse import (
@@ -148,6 +165,10 @@ def search_command(
         from splitplan.errors import InputError
 
         raise InputError(f"--out must end in .parquet, got {out.name}")
+    from splitplan.cli._request import check_save_path, replay_request
+
+    check_plan_path(export_plan)
+    check_save_path(save_request)
     with library_errors_as_flags():
         req = api.SearchRequest(
             designs=tuple(design or ()),
@@ -187,16 +208,29 @@ def search_command(
             scheduler=scheduler,
             storage=storage,
         )
-    progress = _LazyProgress(enabled=sys.stderr.isatty())
-    meta = {"objective": objective, "engine": engine, "seed": seed, "workload": workload, "rate_rps": rate}
+        if request is not None:
+            req = replay_request(ctx, req, request)
+    storage = req.storage
+    from splitplan.cli._logging import progress_enabled
+
+    progress = _LazyProgress(enabled=progress_enabled())
+    meta = {
+        "objective": req.objective.value,
+        "engine": req.engine.value,
+        "seed": req.seed,
+        "workload": req.workload.workload,
+        "rate_rps": req.workload.rate_rps,
+    }
     try:
         with library_errors_as_flags():
             outcome = api.search(req, progress=progress)
     except SearchInterrupted as exc:
         progress.close()
+        if save_request is not None:
+            _save_request(req, save_request)
         kept = []
         if out is not None and exc.points:
-            write_parquet_atomic(points_table(exc.points, partial=True, **meta), out)
+            write_parquet_atomic(points_table(exc.points, partial=True, context=_context(req), **meta), out)
             kept.append(f"{len(exc.points)} evaluated points written to {out}")
         if storage is not None:
             kept.append(f"finished DES runs kept in {storage}; rerun the same command to resume")
@@ -205,17 +239,64 @@ def search_command(
         raise  # the entry point turns the interrupt into exit code 130
     finally:
         progress.close()
+    if save_request is not None:
+        _save_request(req, save_request)
     if out is not None:
-        write_parquet_atomic(points_table(outcome.points, **meta), out)
+        write_parquet_atomic(points_table(outcome.points, context=_context(req), **meta), out)
+    from splitplan.api._plan import search_metrics
+
+    metrics = search_metrics(req, outcome)
     if json_out:
-        print_json(outcome.to_json())
-        return
-    con = console()
-    con.print(search_table(outcome))
-    con.print(search_summary(outcome))
-    if out is not None:
-        con.print(f"{outcome.evaluated_points} points written to {out}")
+        print_json(_with_metrics(outcome.to_json(), metrics))
+    else:
+        from splitplan.report.metrics import metrics_line
+
+        con = console()
+        con.print(search_table(outcome))
+        con.print(search_summary(outcome))
+        best = None if outcome.best is None else metrics.get(outcome.best.design)
+        if best:
+            con.print(f"  {metrics_line(best)}")
+        if out is not None:
+            con.print(f"{outcome.evaluated_points} points written to {out}")
+    if export_plan is not None:
+        _export_plan(req, outcome, export_plan)
+
+
+def _context(req: Any) -> dict[str, Any]:
+    """The metadata document's context of a search-points file: the whole request."""
+    from splitplan.api._request import request_document
+
+    doc = request_document(req, hash_files=False)
+    return {"request": doc, "model": req.model, "seed": req.seed, "slo": doc["slo"]}
+
+
+def _save_request(req: Any, path: Path) -> None:
+    from splitplan.api._request import save_request
+    from splitplan.cli._logging import note
+
+    save_request(req, path)
+    note(f"search request written to {path}; replay with: splitplan search --request {path}")
+
+
+def _with_metrics(doc: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
+    """Each result (and the best) gains `metrics`: served tokens/s, $/M tokens, J/request."""
+    for r in doc["results"]:
+        r["metrics"] = metrics.get(r["design"])
+    if doc.get("best") is not None:
+        doc["best"]["metrics"] = metrics.get(doc["best"]["design"])
+    return doc
+
+
+def _export_plan(req: Any, outcome: Any, path: Path) -> None:
+    from splitplan.api._plan import export_plan, search_plan
+    from splitplan.cli._logging import note
+
+    export_plan(search_plan(req, outcome), path)  # InfeasibleError: one line, exit 0, no file
+    note(f"deployment plan written to {path}")
 
 
 def register(app: typer.Typer) -> None:
-    app.command("search")(search_command)
+    from splitplan.cli._slo_flags import with_slo_flags
+
+    app.command("search")(with_slo_flags(search_command))

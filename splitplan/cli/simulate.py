@@ -10,6 +10,7 @@ import typer
 from splitplan.cli._common import (
     ConfigOpt,
     DurationOpt,
+    ExportPlanOpt,
     JsonOpt,
     ModelOpt,
     PerfOpt,
@@ -58,12 +59,15 @@ def simulate_command(
     seed: SeedOpt = 0,
     requests_out: Annotated[Path | None, typer.Option(help="Write per-request results (parquet).")] = None,
     json_out: JsonOpt = False,
+    export_plan: ExportPlanOpt = None,
 ) -> None:
     """Simulate one cluster configuration and check all nine SLOs."""
     from splitplan import api
+    from splitplan.api._plan import check_plan_path
     from splitplan.api._simulate import WorkloadRequest, make_config, requests_table, resolve_design
     from splitplan.cli._common import print_json
 
+    check_plan_path(export_plan)
     d = resolve_design(
         design,
         prompt_gpu=prompt_gpu,
@@ -92,12 +96,30 @@ def simulate_command(
 
         from splitplan._io import write_with
 
-        table = requests_table(result)
+        table = requests_table(result, scenario)
         write_with(requests_out, lambda tmp: pq.write_table(table, tmp))
+    if export_plan is not None:
+        import logging
+
+        from splitplan.api._plan import export_plan as write_plan
+        from splitplan.api._plan import simulation_plan
+
+        write_plan(simulation_plan(result, scenario), export_plan)
+        if not result.meets_slo:
+            logging.getLogger("splitplan.cli").warning(
+                f"{export_plan} plans a configuration that misses the SLOs"
+            )
+    from splitplan.api._plan import simulation_metrics
+
+    metrics = simulation_metrics(result, scenario)
     if json_out:
-        print_json(result.to_json())
+        print_json({**result.to_json(), "metrics": metrics})
         return
     _render(result, scenario.slo)
+    from splitplan.cli._common import console
+    from splitplan.report.metrics import metrics_line
+
+    console().print(metrics_line(metrics))
 
 
 def _render(result, slo) -> None:
@@ -134,4 +156,6 @@ def _render(result, slo) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("simulate")(simulate_command)
+    from splitplan.cli._slo_flags import with_slo_flags
+
+    app.command("simulate")(with_slo_flags(simulate_command))

@@ -4,8 +4,8 @@ Columns (HEATMAP_COLUMNS): the pool sizes, the nine slowdown percentiles under t
 (`ttft_p50` … `e2e_p99`, as in `search --out`), the all-nine verdict, stability, the binding
 margin (slo.slo_margins: min over limits of limit / value − 1; negative = fails), utilizations,
 cost, power and what decided the point ("des", "dominance" from DES-decided points, or
-"analytic"). Schema version, splitplan version, design, workload, model, rate, seed and engine are
-stamped into the parquet metadata.
+"analytic"). Types, units, nulls and metadata follow report.output_schema, as every parquet file
+splitplan writes does.
 """
 
 from __future__ import annotations
@@ -16,65 +16,35 @@ from typing import Any
 
 import numpy as np
 
+from splitplan.report.output_schema import columns as output_columns
 from splitplan.report.schema import metadata
 from splitplan.report.tables import write_parquet_atomic
-from splitplan.slo import SLO_KEYS
 
-HEATMAP_COLUMNS: tuple[str, ...] = (
-    "prompt_machines",
-    "token_machines",
-    *SLO_KEYS,
-    "meets_slo",
-    "stable",
-    "margin",
-    "utilization_prompt",
-    "utilization_token",
-    "cost_usd_per_h",
-    "power_kw",
-    "engine",
-)
-
-_INT = ("prompt_machines", "token_machines")
-_BOOL = ("meets_slo", "stable")
-_STR = ("engine",)
+HEATMAP_COLUMNS: tuple[str, ...] = tuple(c.name for c in output_columns("heatmap"))
 
 
 def heatmap_schema() -> Any:
-    """The pyarrow schema of `heatmap --out` (pyarrow imported here, not at import time)."""
-    import pyarrow as pa
+    """The pyarrow schema of `heatmap --out` (report.output_schema, shared by every parquet file)."""
+    from splitplan.report.output_schema import arrow_schema
 
-    def typ(name: str) -> Any:
-        if name in _INT:
-            return pa.int64()
-        if name in _BOOL:
-            return pa.bool_()
-        if name in _STR:
-            return pa.string()
-        return pa.float64()
-
-    return pa.schema([pa.field(name, typ(name)) for name in HEATMAP_COLUMNS])
+    return arrow_schema("heatmap")
 
 
 def heatmap_table(columns: Mapping[str, Sequence[Any] | np.ndarray], **meta: object) -> Any:
-    """A table from per-point columns keyed by HEATMAP_COLUMNS; `meta` goes to the metadata."""
-    import pyarrow as pa
+    """A table from per-point columns keyed by HEATMAP_COLUMNS; `meta` goes to the metadata (flat
+    keys, and the `splitplan` JSON document with the SLO limits parsed back into numbers)."""
+    from splitplan.report.output_schema import build_table
 
-    schema = heatmap_schema()
-    arrays = []
-    for name in HEATMAP_COLUMNS:
-        values = columns[name]
-        if isinstance(values, np.ndarray) and values.dtype.kind == "f":
-            # non-finite slowdowns (none are expected) are stored as null, never as NaN
-            arrays.append(pa.array(values, type=pa.float64(), mask=~np.isfinite(values)))
-        else:
-            arrays.append(
-                pa.array(
-                    list(values) if isinstance(values, np.ndarray) and values.dtype.kind == "U" else values,
-                    type=schema.field(name).type,
-                )
-            )
-    table = pa.Table.from_arrays(arrays, schema=schema)
-    return table.replace_schema_metadata(metadata(table="heatmap", **meta))
+    context: dict[str, Any] = dict(meta)
+    slo = str(meta.get("slo_slowdown", ""))
+    if slo:
+        context["slo"] = {"slowdown": {k: float(v) for k, v in (kv.split("=", 1) for kv in slo.split(";"))}}
+        context.pop("slo_slowdown")
+    wl = str(meta.get("workload_meta", ""))
+    if wl:
+        context["workload_meta"] = dict(kv.split("=", 1) for kv in wl.split(";") if "=" in kv)
+    legacy = metadata(table="heatmap", **meta)
+    return build_table("heatmap", columns, command="heatmap", context=context, legacy=legacy)
 
 
 def write_heatmap(table: Any, path: str | Path) -> Path:

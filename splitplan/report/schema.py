@@ -16,46 +16,12 @@ SCHEMA_VERSION = "1"
 # otherwise; `rate_rps` is the load the point was judged at (throughput searches probe many).
 SEARCH_COLUMNS: tuple[str, ...] = POINT_KEYS + SLO_KEYS
 
-_INT = (
-    "prompt_machines",
-    "token_machines",
-    "machines",
-    "prompt_instances",
-    "token_instances",
-    "instances",
-    "prompt_tp",
-    "token_tp",
-)
-_BOOL = ("within_budget", "meets_slo")
-_STR = (
-    "design",
-    "prompt_gpu",
-    "token_gpu",
-    "decided_by",
-    "binding_slo",
-    "prompt_precision",
-    "token_precision",
-    "prompt_kv_precision",
-    "token_kv_precision",
-)
-
 
 def search_schema() -> Any:
-    """The pyarrow schema of `search --out` (pyarrow imported here, not at import time)."""
-    import pyarrow as pa
+    """The pyarrow schema of `search --out` (report.output_schema, shared by every parquet file)."""
+    from splitplan.report.output_schema import arrow_schema
 
-    fields = []
-    for name in SEARCH_COLUMNS:
-        if name in _INT:
-            typ = pa.int64()
-        elif name in _BOOL:
-            typ = pa.bool_()
-        elif name in _STR:
-            typ = pa.string()
-        else:
-            typ = pa.float64()
-        fields.append(pa.field(name, typ))
-    return pa.schema(fields)
+    return arrow_schema("search-points")
 
 
 def metadata(**extra: object) -> dict[str, str]:

@@ -8,19 +8,19 @@ from typing import Any
 
 from splitplan._io import write_with
 from splitplan.errors import InputError
-from splitplan.report.schema import SEARCH_COLUMNS, metadata, search_schema
+from splitplan.report.schema import SEARCH_COLUMNS, metadata
 
 
-def points_table(points: Sequence[Mapping[str, object]], **meta: object) -> Any:
-    """Every evaluated point of a search as a table with SEARCH_COLUMNS (missing values → null)."""
-    import pyarrow as pa
+def points_table(
+    points: Sequence[Mapping[str, object]], *, context: Mapping[str, Any] | None = None, **meta: object
+) -> Any:
+    """Every evaluated point of a search as a table with SEARCH_COLUMNS (missing values → null);
+    `meta` as flat metadata keys, `context` (e.g. the full request) into the JSON document."""
+    from splitplan.report.output_schema import build_table
 
-    schema = search_schema()
     cols = {name: [p.get(name) for p in points] for name in SEARCH_COLUMNS}
-    table = pa.table(
-        {name: pa.array(cols[name], type=schema.field(name).type) for name in SEARCH_COLUMNS}, schema=schema
-    )
-    return table.replace_schema_metadata(metadata(**meta))
+    doc = {**meta, **dict(context or {})}
+    return build_table("search-points", cols, command="search", context=doc, legacy=metadata(**meta))
 
 
 def write_parquet_atomic(table: Any, path: str | Path) -> Path:

@@ -77,8 +77,13 @@ def test_json_keys_on_the_real_simulators(capsys: pytest.CaptureFixture[str]) ->
 
 def test_cli_and_api_agree(capsys: pytest.CaptureFixture[str], fake: FakeEvaluator) -> None:
     doc = run_json(capsys, ["--design", "splitwise-aa", "--design", "baseline-a100", "--seed", "3"])
-    ref = api.search(api.SearchRequest(designs=("splitwise-aa", "baseline-a100"), seed=3)).to_json()
+    req = api.SearchRequest(designs=("splitwise-aa", "baseline-a100"), seed=3)
+    outcome = api.search(req)
+    ref = outcome.to_json()
     doc.pop("wall_s"), ref.pop("wall_s")
+    metrics = api.search_metrics(req, outcome)  # the CLI adds each design's served-token metrics
+    assert [r.pop("metrics") for r in doc["results"]] == [metrics[r["design"]] for r in doc["results"]]
+    assert doc["best"].pop("metrics") == metrics[doc["best"]["design"]]
     assert doc == ref
     assert doc["best"]["design"] in ("splitwise-aa", "baseline-a100")
     assert doc["savings_vs_best_baseline"] is not None

@@ -12,8 +12,11 @@ from splitplan.cli import app
 
 PUBLIC = {
     # command twins
-    "catalog", "catalog_import_hf", "heatmap", "perf_check", "perf_fit", "reproduce", "search", "simulate",
+    "catalog", "catalog_import_hf", "heatmap", "pareto", "perf_check", "perf_fit", "reproduce", "search",
+    "simulate",
     "trace_convert", "trace_generate", "trace_stats",
+    # deployment plans and served-token metrics of a search or a simulation
+    "export_plan", "search_metrics", "search_plan", "simulation_metrics", "simulation_plan",
     # requests, results and their parts
     "CatalogListing", "CheckResult", "ColumnStats", "ImportedModel", "Comparison", "DesignResult",
     "HeatmapPoint", "HeatmapResult", "PerfFitResult", "ReproduceReport", "ReproduceRequest", "SearchOutcome",
@@ -31,6 +34,7 @@ TWINS = {
     ("search",): "search",
     ("heatmap",): "heatmap",
     ("reproduce",): "reproduce",
+    ("pareto",): "pareto",
     ("perf", "check"): "perf_check",
     ("perf", "fit"): "perf_fit",
     ("trace", "generate"): "trace_generate",

@@ -1,0 +1,145 @@
+"""`splitplan pareto`: the cost–power and cost–throughput fronts of all designs, with each
+objective's optimum, from a search's output or from a search run now."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+
+def pareto_command(
+    source: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A search's --out parquet (every point) or --json document (bests only). "
+            "Omitted: run the search given by the options below."
+        ),
+    ] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write the two-panel figure (.png, .svg or .pdf).")
+    ] = None,
+    dpi: Annotated[
+        int | None, typer.Option("--dpi", help="Resolution of a PNG --plot (default 150).")
+    ] = None,
+    design: Annotated[
+        list[str] | None, typer.Option("--design", help="Search: design (repeatable). Default: all six.")
+    ] = None,
+    workload: Annotated[str | None, typer.Option(help="Search: coding, conversation or a trace CSV.")] = None,
+    rate: Annotated[float | None, typer.Option(help="Search: target request rate, req/s (70).")] = None,
+    duration: Annotated[float | None, typer.Option(help="Search: workload duration, s (120).")] = None,
+    model: Annotated[str | None, typer.Option(help="Search: model name (llama2-70b).")] = None,
+    objective: Annotated[str | None, typer.Option(help="Search: cost, power or throughput (cost).")] = None,
+    budget: Annotated[str | None, typer.Option(help="Search: iso-power or iso-cost.")] = None,
+    max_machines: Annotated[int | None, typer.Option(help="Search: cap on machines per pool.")] = None,
+    engine: Annotated[str | None, typer.Option(help="Search: hybrid, analytic or des (hybrid).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Search: random seed (0).")] = None,
+    jobs: Annotated[int | None, typer.Option(help="Search: parallel worker processes (1).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+) -> None:
+    """Draw the cost–power and cost–throughput Pareto fronts of all designs, optima marked."""
+    from splitplan import api
+    from splitplan.cli._common import print_json
+    from splitplan.cli._parse import library_errors_as_flags
+    from splitplan.errors import InputError
+    from splitplan.report.pareto import plot_pareto
+    from splitplan.report.plot import check_dpi, plot_format
+    from splitplan.search import Engine, Objective
+    from splitplan.search.objective import parse_enum
+
+    if plot is not None:
+        plot_format(plot)
+    if dpi is not None:
+        if plot is None:
+            raise InputError("--dpi applies to --plot; give --plot FILE too")
+        check_dpi(dpi)
+    search_opts = {
+        "--design": design,
+        "--workload": workload,
+        "--rate": rate,
+        "--duration": duration,
+        "--model": model,
+        "--objective": objective,
+        "--budget": budget,
+        "--max-machines": max_machines,
+        "--engine": engine,
+        "--seed": seed,
+        "--jobs": jobs,
+    }
+    given = [k for k, v in search_opts.items() if v not in (None, [])]
+    if source is not None:
+        if given:
+            raise InputError(
+                f"search options ({', '.join(given)}) apply only to a search run now, "
+                "not to a search output file"
+            )
+        with library_errors_as_flags():
+            fronts = api.pareto(source)
+        where = source.name
+    else:
+        with library_errors_as_flags():
+            req = api.SearchRequest(
+                designs=tuple(design or ()),
+                workload=api.WorkloadRequest(
+                    workload=workload or "coding", rate_rps=rate or 70.0, duration_s=duration or 120.0
+                ),
+                model=model or "llama2-70b",
+                objective=parse_enum(Objective, objective or "cost", "--objective"),
+                budget=budget,
+                max_machines=max_machines,
+                engine=parse_enum(Engine, engine or "hybrid", "--engine"),
+                seed=seed or 0,
+                jobs=jobs or 1,
+            )
+            fronts = api.pareto(req)
+        where = f"{req.workload.workload} at {req.workload.rate_rps:g} req/s, {req.model}"
+    if plot is not None:
+        plot_pareto(plot, fronts, title=f"Pareto fronts across designs — {where}", dpi=dpi)
+    if json_out:
+        doc = fronts.to_json()
+        doc["plot"] = None if plot is None else str(plot)
+        print_json(doc)
+        return
+    _render(fronts, plot)
+
+
+def _render(fronts: Any, plot: Path | None) -> None:
+    from splitplan.cli._common import console
+    from splitplan.report.pareto import config_label
+    from splitplan.report.render import fmt, make_table
+
+    con = console()
+    if not fronts.candidates:
+        con.print("[red]no configuration meets all nine SLOs: no front[/red]")
+        return
+    on_power = {id(c) for c in fronts.cost_power}
+    on_tput = {id(c) for c in fronts.cost_throughput}
+    optimum = {id(c): name for name, c in fronts.optima.items() if c is not None}
+    rows = []
+    for c in fronts.candidates:
+        if id(c) not in on_power and id(c) not in on_tput:
+            continue
+        marks = [n for n, o in fronts.optima.items() if o is c]
+        front = "+".join(x for x, on in (("power", id(c) in on_power), ("tput", id(c) in on_tput)) if on)
+        rows.append(
+            [
+                config_label(c),
+                fmt(c["cost_usd_per_h"], ",.0f"),
+                fmt(c["power_kw"], ".1f"),
+                fmt(c["rate_rps"], ".1f"),
+                front,
+                ",".join(marks) if id(c) in optimum else "",
+            ]
+        )
+    title = (
+        f"Pareto fronts: {len(fronts.candidates)} feasible configurations of {len(fronts.designs)} designs"
+    )
+    cols = ["configuration", "$/h", "kW", "req/s", "front", "optimum"]
+    con.print(make_table(title, cols, rows, right_from=1, no_wrap=(0,)))
+    if plot is not None:
+        con.print(f"figure written to {plot}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("pareto")(pareto_command)

@@ -1,0 +1,92 @@
+"""Heatmap figures: format by extension, --dpi, one log scale per metric row holding every limit,
+limit ticks that never overlap, and overloaded cells named in the legend."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from splitplan.errors import InputError
+from splitplan.report.plot import _limit_ticks, check_dpi, plot_format, plot_heatmap, row_scale
+from splitplan.slo import DEFAULT_SLOWDOWN_LIMITS, SLO_KEYS
+
+PV, TV = np.arange(1, 6), np.arange(1, 5)
+
+
+def _slowdown(overloaded: bool = True) -> dict[str, np.ndarray]:
+    p, t = np.meshgrid(PV, TV, indexing="ij")
+    out = {}
+    for i, k in enumerate(SLO_KEYS):
+        v = (12.0 + i) / (p * t)
+        if overloaded:
+            v[0, 0] = np.inf  # unstable point
+        out[k] = v
+    return out
+
+
+def _plot(path, **kw):
+    sd = _slowdown()
+    meets = np.all([sd[k] <= DEFAULT_SLOWDOWN_LIMITS[k] for k in SLO_KEYS], axis=0)
+    return plot_heatmap(
+        path,
+        prompt_values=PV,
+        token_values=TV,
+        slowdown=sd,
+        meets_slo=meets,
+        limits=DEFAULT_SLOWDOWN_LIMITS,
+        cost_optimal=(3, 4),
+        power_optimal=(4, 3),
+        title="test",
+        **kw,
+    )
+
+
+def _png_size(path) -> tuple[int, int]:
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", head[16:24])
+
+
+def test_format_follows_the_extension(tmp_path):
+    assert _plot(tmp_path / "a.pdf").read_bytes()[:5] == b"%PDF-"
+    svg = _plot(tmp_path / "a.svg").read_text()
+    assert "<svg" in svg
+    assert "overloaded" in svg  # named in the legend
+    _png_size(_plot(tmp_path / "a.PNG"))
+    with pytest.raises(InputError, match=r"\.png, \.svg or \.pdf"):
+        plot_format("a.jpg")
+
+
+def test_dpi_scales_a_png(tmp_path):
+    w1, h1 = _png_size(_plot(tmp_path / "lo.png", dpi=40))
+    w2, h2 = _png_size(_plot(tmp_path / "hi.png", dpi=80))
+    assert w2 == pytest.approx(2 * w1, rel=0.05)
+    assert h2 == pytest.approx(2 * h1, rel=0.05)
+
+
+@pytest.mark.parametrize("dpi", [0, 5, 5000, 72.0, True, "100"])
+def test_bad_dpi_is_refused(dpi):
+    with pytest.raises(InputError, match="--dpi"):
+        check_dpi(dpi)
+
+
+@pytest.mark.parametrize("metric", ["ttft", "tbt", "e2e"])
+def test_each_row_scale_holds_every_limit_and_value(metric):
+    sd = _slowdown()
+    vmin, vmax = row_scale(sd, DEFAULT_SLOWDOWN_LIMITS, metric)
+    for q in (50, 90, 99):
+        lim = DEFAULT_SLOWDOWN_LIMITS[f"{metric}_p{q}"]
+        assert vmin < lim < vmax
+        finite = sd[f"{metric}_p{q}"][np.isfinite(sd[f"{metric}_p{q}"])]
+        assert vmin <= finite.min()
+
+
+def test_close_limits_share_one_tick():
+    ticks, labels = _limit_ticks([(1.25, "P50 ≤ 1.25"), (1.5, "P90 ≤ 1.5"), (5.0, "P99 ≤ 5")])
+    assert len(ticks) == 2
+    assert labels == ["P90 ≤ 1.5\nP50 ≤ 1.25", "P99 ≤ 5"]
+    assert 1.25 < ticks[0] < 1.5
+    ticks, _ = _limit_ticks([(2.0, "a"), (3.0, "b"), (6.0, "c")])
+    assert ticks == [2.0, 3.0, 6.0]

@@ -56,7 +56,7 @@ class _Prepared:
 
 
 def _prepare(rows: Measurements) -> _Prepared:
-    out: list[tuple[Group, object, object, Measurements, FloatArray]] = []
+    out: list[tuple[Group, ModelSpec, Machine, Measurements, FloatArray]] = []
     for g in rows.groups():
         sub = rows.subset(rows.group_mask(g))
         model, machine = group_model(g)

@@ -13,6 +13,8 @@ Model (SPLITWISE.md §4, and the reference simulator's documented behaviour):
   other waiting decodes. Decodes of the previous batch that no longer fit are preempted (their KV
   stays resident). Every task still waiting when an iteration starts counts one more preemption.
 - Admission needs memory: a prompt reserves KV for p + 1 tokens, a decode for its output tokens.
+- Chunked prefill (a design's `BatchPolicy.CHUNKED`, on the mixed pool — every machine of a
+  baseline): a token budget per iteration, decodes first, prompts chunked FCFS; see _start_chunked.
 - Cluster scheduler: baselines JSQ on pending tokens; Splitwise designs pick a prompt machine (least
   pending tokens; "full" when it has a queue and pending + p > prompt_full_tokens) and a token
   machine (least committed memory; full when it would reach capacity), borrowing from the opposite
@@ -83,6 +85,218 @@ def _iteration_time(c, bt, nd, npr, ctx, ptab, ttab, tctx, mtab, mctx):
 
 
 @nb.njit(cache=True)
+def _chunked_time(c, chunk_tok, nd, npr, dctx, pre, ptab, ttab, tctx, mtab, mctx):
+    # An iteration of `npr` prompt chunks totalling `chunk_tok` tokens whose KV prefixes total
+    # `pre` tokens, plus `nd` decodes with `dctx` tokens of KV context. The prefix is costed like a
+    # decode's context (reading its KV once, the protocol's affine context term); the attention
+    # FLOPs of the chunk's tokens against the prefix are not modelled separately. Without prefix it
+    # is exactly the mixed-batching iteration time.
+    d = _iteration_time(c, chunk_tok + nd, nd, npr, dctx + pre, ptab, ttab, tctx, mtab, mctx)
+    if nd == 0 and npr > 0:
+        d += mctx[c] * pre
+    return d
+
+
+@nb.njit(cache=True)
+def _start_chunked(
+    m,
+    t,
+    epoch,
+    max_batch,
+    budget,
+    decode_first,
+    reserve_decode,
+    wait_cap,
+    cap,
+    cls,
+    tag,
+    pool,
+    wait,
+    wait_n,
+    batch,
+    batch_n,
+    batch_tok,
+    batch_np,
+    stage,
+    blocked,
+    mark,
+    preempt,
+    key0,
+    resv,
+    pstart,
+    arr,
+    mem,
+    p,
+    gen,
+    otok,
+    kvp,
+    kvt,
+    tm,
+    pdone,
+    pchunk,
+    ptab,
+    ttab,
+    tctx,
+    mtab,
+    mctx,
+    dur,
+    n_iter,
+    run_start,
+    run_end,
+    paused,
+    stats,
+):
+    """Start an iteration on machine m under chunked prefill (Sarathi-style); returns a status.
+
+    Every iteration has a budget of `budget` tokens. With `decode_first`, running decodes take one
+    token each first (the previous batch's, then preempted ones, then new ones that fit in memory),
+    and the rest of the budget goes to prompts FCFS: a prompt already started (its KV is resident)
+    continues, then new prompts, the last one cut to a chunk that fills the budget. Without
+    `decode_first` prompts fill the budget first. A partial prompt holds the KV of its whole prompt
+    from its first chunk on (reserved then, like a mixed-batching prompt), so memory is accounted
+    across its iterations. Decodes that do not fit are preempted as in mixed batching (KV stays).
+    """
+    c = cls[m]
+    capm = cap[c]
+    nbn = 0
+    bt = 0  # prompt-chunk tokens + decodes
+    ct = 0  # prompt-chunk tokens
+    memloc = mem[m]
+    newb = np.empty(max_batch, np.int64)
+    for phase in range(2):
+        if (phase == 0) == decode_first:
+            # decodes, one token each: the previous batch's, then preempted, then new ones
+            for j in range(batch_n[m]):
+                r = batch[m, j]
+                if nbn == max_batch or bt + 1 > budget:
+                    break
+                mark[r] = epoch
+                newb[nbn] = r
+                nbn += 1
+                bt += 1
+            for i in range(wait_n[m]):
+                r = wait[m, i]
+                if stage[r] != S_TWAIT or not blocked[r] or mark[r] == epoch:
+                    continue
+                if nbn == max_batch or bt + 1 > budget:
+                    break
+                mark[r] = epoch
+                newb[nbn] = r
+                nbn += 1
+                bt += 1
+            for i in range(wait_n[m]):
+                r = wait[m, i]
+                if stage[r] != S_TWAIT or blocked[r] or mark[r] == epoch:
+                    continue
+                if nbn == max_batch or bt + 1 > budget:
+                    break
+                need = _need(r, m, stage, kvp, kvt, tm, resv, reserve_decode)
+                if need + memloc > capm:
+                    break
+                mark[r] = epoch
+                newb[nbn] = r
+                nbn += 1
+                bt += 1
+                memloc += need
+        else:
+            # prompts FCFS: started ones first (their KV is resident), then new ones
+            for started in (True, False):
+                for i in range(wait_n[m]):
+                    r = wait[m, i]
+                    if stage[r] != S_PWAIT or (pdone[r] > 0) != started or mark[r] == epoch:
+                        continue
+                    if nbn == max_batch or bt >= budget:
+                        break
+                    need = 0.0
+                    if not started:
+                        need = _need(r, m, stage, kvp, kvt, tm, resv, reserve_decode)
+                        if need + memloc > capm:
+                            break
+                    piece = min(p[r] - pdone[r], budget - bt)
+                    mark[r] = epoch
+                    newb[nbn] = r
+                    nbn += 1
+                    bt += piece
+                    ct += piece
+                    pchunk[r] = piece
+                    memloc += need
+    # the previous batch's decodes that were not kept are preempted (their KV stays)
+    for j in range(batch_n[m]):
+        r = batch[m, j]
+        if mark[r] != epoch:
+            blocked[r] = True
+            stage[r] = S_TWAIT
+            preempt[r] += 1
+            key0[r] = preempt[r]
+            if wait_n[m] >= wait_cap:
+                return STATUS_UNSTABLE
+            _wait_insert(wait, wait_n, m, r, key0, arr)
+    # remove the selected tasks from the queue; everyone left waiting counts a preemption
+    w = 0
+    for i in range(wait_n[m]):
+        r = wait[m, i]
+        if mark[r] == epoch:
+            continue
+        preempt[r] += 1
+        wait[m, w] = r
+        w += 1
+    wait_n[m] = w
+    npr = 0
+    nd = 0
+    pre = 0.0
+    ctx = 0.0
+    kmin = 1 << 62
+    for j in range(nbn):
+        r = newb[j]
+        batch[m, j] = r
+        s = stage[r]
+        if s == S_PWAIT:
+            if pdone[r] == 0:
+                mem[m] += kvp[r]
+                if reserve_decode and tm[r] == m:
+                    mem[m] += kvt[r]
+                    resv[r] = True
+                pstart[r] = t
+            stage[r] = S_PRUN
+            pre += pdone[r]
+            npr += 1
+        else:
+            if s == S_TWAIT:
+                if blocked[r]:
+                    blocked[r] = False
+                elif not resv[r]:
+                    mem[m] += kvt[r]
+                stage[r] = S_TRUN
+            ctx += p[r] + gen[r]
+            nd += 1
+            rem = otok[r] - gen[r]
+            if rem < kmin:
+                kmin = rem
+    batch_n[m] = nbn
+    batch_tok[m] = bt
+    batch_np[m] = npr
+    paused[m] = False
+    if nbn == 0:
+        run_end[m] = INF
+        if wait_n[m] == 0 and pool[m] == P_MIXED:
+            pool[m] = tag[m]
+        return STATUS_OK
+    d = _chunked_time(c, ct, nd, npr, ctx, pre, ptab, ttab, tctx, mtab, mctx)
+    kk = 1 if npr > 0 else kmin
+    dur[m] = d
+    n_iter[m] = kk
+    run_start[m] = t
+    run_end[m] = t + d * kk
+    # policy statistics: largest prompt-chunk tokens of an iteration, longest iteration with a
+    # prompt chunk, iterations with a prompt chunk
+    if npr > 0:
+        stats[0] = max(stats[0], float(ct))
+        stats[1] = max(stats[1], d)
+        stats[2] += 1.0
+    return STATUS_OK
+
+
+@nb.njit(cache=True)
 def simulate_kernel(
     arr,
     p,
@@ -109,7 +323,14 @@ def simulate_kernel(
     wait_cap,
     prompt_interrupts,
     reserve_decode,
+    chunked=False,
+    chunk_budget=512,
+    decode_first=True,
+    policy_stats=None,
 ):
+    # chunked: machines of the mixed pool (all machines of a baseline) run chunked prefill with a
+    # budget of chunk_budget tokens per iteration (see _start_chunked); policy_stats (float[3], out)
+    # receives its statistics.
     n = arr.shape[0]
     M = cls.shape[0]
     # ---- request state
@@ -125,6 +346,9 @@ def simulate_kernel(
     ttft = np.full(n, np.nan)
     e2e = np.full(n, np.nan)
     pstart = np.full(n, np.nan)
+    pdone = np.zeros(n, np.int64)  # prompt tokens already computed (chunked prefill)
+    pchunk = p.copy()  # prompt tokens of the running iteration (the whole prompt unless chunked)
+    stats = np.zeros(3) if policy_stats is None else policy_stats
     # ---- machine state
     wait = np.zeros((M, wait_cap), np.int64)
     wait_n = np.zeros(M, np.int64)
@@ -259,6 +483,15 @@ def simulate_kernel(
             for j in range(batch_n[m]):
                 r = batch[m, j]
                 if stage[r] == S_PRUN:
+                    if pdone[r] + pchunk[r] < p[r]:
+                        # a chunk of a longer prompt: its KV stays, the rest waits for a budget
+                        pdone[r] += pchunk[r]
+                        stage[r] = S_PWAIT
+                        if wait_n[m] >= wait_cap:
+                            status = STATUS_UNSTABLE
+                            break
+                        _wait_insert(wait, wait_n, m, r, key0, arr)
+                        continue
                     ttft[r] = t - arr[r]
                     sched_pend[m] -= p[r]
                     if tm[r] == m:
@@ -394,6 +627,58 @@ def simulate_kernel(
 
         # ================================================================ start an iteration on m
         epoch += 1
+        if chunked and pool[m] == P_MIXED:
+            status = _start_chunked(
+                m,
+                t,
+                epoch,
+                max_batch,
+                chunk_budget,
+                decode_first,
+                reserve_decode,
+                wait_cap,
+                cap,
+                cls,
+                tag,
+                pool,
+                wait,
+                wait_n,
+                batch,
+                batch_n,
+                batch_tok,
+                batch_np,
+                stage,
+                blocked,
+                mark,
+                preempt,
+                key0,
+                resv,
+                pstart,
+                arr,
+                mem,
+                p,
+                gen,
+                otok,
+                kvp,
+                kvt,
+                tm,
+                pdone,
+                pchunk,
+                ptab,
+                ttab,
+                tctx,
+                mtab,
+                mctx,
+                dur,
+                n_iter,
+                run_start,
+                run_end,
+                paused,
+                stats,
+            )
+            if status != STATUS_OK:
+                break
+            continue
         c = cls[m]
         capm = cap[c]
         nbn = 0

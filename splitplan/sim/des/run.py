@@ -7,7 +7,7 @@ from functools import cache
 
 import numpy as np
 
-from splitplan.design import ClusterConfig
+from splitplan.design import BatchPolicy, ClusterConfig
 from splitplan.errors import InputError
 from splitplan.perf import kv_capacity_bytes
 from splitplan.sim.result import RequestMetrics, SimResult
@@ -90,7 +90,9 @@ def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
             f"a request of {int(p[np.argmax(kvp + kvt)])} prompt tokens needs more KV memory than "
             f"a machine has left after the weights of {scenario.model.name}"
         )
-    n_tokens = int(max(p.max(), sim.max_batch_tokens)) + sim.max_batch_size + 1
+    chunked = design.policy is BatchPolicy.CHUNKED
+    n_tokens = int(max(p.max(), sim.max_batch_tokens, sim.chunk_tokens if chunked else 0))
+    n_tokens += sim.max_batch_size + 1
     ptab, ttab, tctx, mtab, mctx = _tables(scenario, config, n_tokens, sim.max_batch_size)
 
     if design.is_baseline:
@@ -105,6 +107,7 @@ def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
         xfer = transfer_times_s(scenario, config, p.astype(np.float64))
 
     kernel = _kernel()
+    policy_stats = np.zeros(3)
     start = time.perf_counter()
     raw = kernel(
         wl.arrival_s,
@@ -130,12 +133,27 @@ def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
         float(sim.memory_retry_s),
         float(sim.max_backlog_s),
         min(WAIT_CAPACITY, len(p)) + 1,
-        sim.prompt_interrupts_decodes == "always"
+        # under chunked prefill a prompt always joins at the next iteration boundary
+        chunked
+        or sim.prompt_interrupts_decodes == "always"
         or (sim.prompt_interrupts_decodes == "baseline" and design.is_baseline),
         bool(sim.prompt_reserves_decode_kv),
+        chunked,
+        int(sim.chunk_tokens),
+        bool(sim.chunk_decodes_first),
+        policy_stats,
     )
     wall = time.perf_counter() - start
-    return _result(config, scenario, raw, cls, wall)
+    result = _result(config, scenario, raw, cls, wall)
+    if chunked:
+        result.extra.update(
+            {
+                "max_chunk_tokens": float(policy_stats[0]),
+                "max_chunk_iteration_s": float(policy_stats[1]),
+                "chunk_iterations": float(policy_stats[2]),
+            }
+        )
+    return result
 
 
 @cache
@@ -175,6 +193,10 @@ def _kernel():
         2,
         True,
         True,
+        False,
+        512,
+        True,
+        np.zeros(3),
     )
     return simulate_kernel
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from splitplan.api._simulate import WorkloadRequest, build_scenario
-from splitplan.design import PAPER_DESIGNS
+from splitplan.design import SEARCH_DESIGNS
 from splitplan.errors import InputError
 from splitplan.search import (
     DesignSpace,
@@ -51,7 +51,10 @@ def parse_range(text: str | None, what: str) -> tuple[int, int] | None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SearchRequest:
-    """The CLI's options, typed. Empty `designs` and no custom pools → the six paper designs."""
+    """The CLI's options, typed.
+
+    Empty `designs` and no custom pools → the six paper designs and the two chunked-prefill baselines.
+    """
 
     designs: tuple[str, ...] = ()
     prompt_gpus: tuple[str, ...] = ()
@@ -87,7 +90,7 @@ def build_spaces(req: SearchRequest) -> tuple[DesignSpace, ...]:
     tr = parse_range(req.token_range, "token")
     spaces: list[DesignSpace] = []
     custom = bool(req.prompt_gpus or req.token_gpus)
-    names = list(req.designs) or ([] if custom else list(PAPER_DESIGNS))
+    names = list(req.designs) or ([] if custom else list(SEARCH_DESIGNS))
     for name in names:
         if name.lower().startswith("custom"):
             continue

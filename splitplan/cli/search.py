@@ -60,7 +60,7 @@ def search_command(
         typer.Option(
             "--design",
             help="Design to search (repeatable): baseline-a100, baseline-h100, splitwise-aa, "
-            "splitwise-hh, splitwise-ha, splitwise-hhcap. Default: all six.",
+            "splitwise-hh, splitwise-ha, splitwise-hhcap, chunked-a100, chunked-h100. Default: all eight.",
         ),
     ] = None,
     prompt_gpu: Annotated[

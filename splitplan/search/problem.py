@@ -124,6 +124,7 @@ class DesignSpace:
 
 
 _PAPER = ("baseline-a100", "baseline-h100", "splitwise-aa", "splitwise-hh", "splitwise-ha", "splitwise-hhcap")
+_PAPER = (*_PAPER, "chunked-a100", "chunked-h100")  # named designs: the chunked-prefill baselines
 
 DEFAULT_SPLIT_RANGE = (1, 39)
 DEFAULT_BASELINE_MAX = 80

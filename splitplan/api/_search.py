@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from splitplan.api._simulate import WorkloadRequest, build_scenario
-from splitplan.design import SEARCH_DESIGNS
+from splitplan.design import CHUNKED_DESIGNS, SEARCH_DESIGNS
 from splitplan.errors import InputError
 from splitplan.search import (
     DesignSpace,
@@ -68,6 +68,7 @@ class SearchRequest:
     model: str = "llama2-70b"
     perf: str | None = None
     config: str | Path | None = None
+    chunk_tokens: int | None = None  # chunked-prefill budget (overrides the config's)
     slo: str | Path | None = None
     objective: str = "cost"
     power_budget_kw: float | None = None
@@ -186,7 +187,13 @@ def search(
     """
     req = req or SearchRequest()
     scenario = build_scenario(
-        workload=req.workload, model=req.model, perf=req.perf, config=req.config, slo=req.slo, seed=req.seed
+        workload=req.workload,
+        model=req.model,
+        perf=req.perf,
+        config=req.config,
+        slo=req.slo,
+        seed=req.seed,
+        chunk_tokens=req.chunk_tokens,
     )
     rate = (
         req.workload.rate_rps
@@ -194,6 +201,10 @@ def search(
         else scenario.workload.rate_rps
     )
     problem = build_problem(req, float(rate))
+    if req.chunk_tokens is not None and not any(sp.name in CHUNKED_DESIGNS for sp in problem.spaces):
+        raise InputError(
+            "--chunk-tokens applies to chunked-prefill designs: add --design chunked-a100 or chunked-h100"
+        )
     runner = Runner(jobs=req.jobs, backend=req.backend, scheduler=req.scheduler)
     with PointStore(req.storage, scenario_fingerprint(scenario)) as store:
         return run_search(

@@ -35,12 +35,16 @@ def build_scenario(
     config: str | Path | None = None,
     slo: str | Path | None = None,
     seed: int = 0,
+    chunk_tokens: int | None = None,
 ) -> Scenario:
-    """Resolve names and files into a Scenario (validated here, at the boundary)."""
+    """Resolve names and files into a Scenario (validated here, at the boundary).
+
+    `chunk_tokens` overrides the configuration's chunked-prefill budget (`--chunk-tokens`).
+    """
     from splitplan.workload import make_workload, read_trace
 
     wr = workload or WorkloadRequest()
-    sim = load_config(config)
+    sim = load_config(config, **({} if chunk_tokens is None else {"chunk_tokens": chunk_tokens}))
     perf_source = perf or config_perf(config) or "analytic"
     if perf_source != "analytic" and not Path(perf_source).is_file():
         raise InputError(f"performance profile {perf_source} does not exist")

@@ -93,6 +93,10 @@ def search_command(
     slo: Annotated[Path | None, typer.Option(help="SLO limits (TOML).")] = None,
     perf: Annotated[str | None, typer.Option(help="'analytic' or a profile CSV.")] = None,
     config: Annotated[Path | None, typer.Option(help="Simulator assumptions (TOML).")] = None,
+    chunk_tokens: Annotated[
+        int | None,
+        typer.Option(help="Chunked-prefill designs: tokens per iteration (default 512, or the config's)."),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     jobs: Annotated[int, typer.Option(help="Parallel worker processes.")] = 1,
     backend: Annotated[str, typer.Option(help="loky (local processes) or dask.")] = "loky",
@@ -131,6 +135,7 @@ def search_command(
         model=model,
         perf=perf,
         config=config,
+        chunk_tokens=chunk_tokens,
         slo=slo,
         objective=objective,
         power_budget_kw=power_budget_kw,

@@ -9,6 +9,8 @@ from pathlib import Path
 from splitplan.catalog import get_model
 from splitplan.design import ClusterConfig, Design, custom_design, get_design
 from splitplan.errors import InputError
+from splitplan.perf import resolve_perf
+from splitplan.perf.stacks import DEFAULT_STACK
 from splitplan.sim import Scenario, SimResult
 from splitplan.sim import simulate as _simulate
 from splitplan.sim.config import config_perf, load_config
@@ -45,9 +47,8 @@ def build_scenario(
 
     wr = workload or WorkloadRequest()
     sim = load_config(config, **({} if chunk_tokens is None else {"chunk_tokens": chunk_tokens}))
-    perf_source = perf or config_perf(config) or "analytic"
-    if perf_source != "analytic" and not Path(perf_source).is_file():
-        raise InputError(f"performance profile {perf_source} does not exist")
+    perf_source = perf or config_perf(config) or DEFAULT_STACK
+    resolve_perf(perf_source)  # a clear error now for an unknown name or a missing file
     if wr.trace is not None:
         wl = read_trace(wr.trace)
     else:

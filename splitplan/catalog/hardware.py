@@ -1,4 +1,4 @@
-"""Layer 0: GPUs and machine types (what exists), validated, frozen, in SI units."""
+"""Layer 1: GPUs and machine types (what exists), validated, frozen, in SI units."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Layer 0: model architectures and the memory facts derived from them."""
+"""Layer 1: model architectures and the memory facts derived from them."""
 
 from __future__ import annotations
 

@@ -9,10 +9,10 @@ import typer
 try:  # typer ≥ 0.20 vendors click
     from typer._click import exceptions as click_exceptions
 except ImportError:  # pragma: no cover
-    from click import exceptions as click_exceptions
+    from click import exceptions as click_exceptions  # type: ignore[no-redef]
 
 from splitplan._version import __version__
-from splitplan.errors import InfeasibleError, SplitplanError
+from splitplan.errors import SplitplanError
 
 app = typer.Typer(
     name="splitplan",
@@ -89,9 +89,6 @@ def main(argv: list[str] | None = None) -> int:
     except click_exceptions.ClickException as exc:
         print(f"splitplan: error: {exc.format_message()}", file=sys.stderr)
         return exc.exit_code
-    except InfeasibleError as exc:
-        print(f"splitplan: {exc}", file=sys.stderr)
-        return 0
     except SplitplanError as exc:
         print(f"splitplan: error: {exc}", file=sys.stderr)
         return 2

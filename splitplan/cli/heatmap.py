@@ -41,9 +41,13 @@ def heatmap_command(
     perf: PerfOpt = None,
     config: ConfigOpt = None,
     slo: SloOpt = None,
-    engine: Annotated[str, typer.Option(help="analytic, des, or hybrid (DES near the limit).")] = "analytic",
+    engine: Annotated[
+        str,
+        typer.Option(help="hybrid (the search's answer), des (every point), or analytic (fast, unverified)."),
+    ] = "hybrid",
     sample_size: Annotated[int | None, typer.Option(help="Requests sampled by the analytic engine.")] = None,
     jobs: Annotated[int, typer.Option(help="Parallel DES processes.")] = 1,
+    band: Annotated[float, typer.Option(help="Hybrid: analytic-margin band re-checked with the DES.")] = 0.3,
     seed: SeedOpt = 0,
     out: Annotated[Path | None, typer.Option("--out", help="Write one row per point (parquet).")] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write the 3×3 slowdown figure (PNG).")] = None,
@@ -51,13 +55,13 @@ def heatmap_command(
 ) -> None:
     """Evaluate every (prompt, token) configuration of one design: slowdowns, SLO verdict, optima."""
     from splitplan import api
-    from splitplan.api._heatmap import parse_range
     from splitplan.api._simulate import WorkloadRequest, resolve_design
     from splitplan.cli._common import print_json
+    from splitplan.cli._parse import library_errors_as_flags, parse_range
     from splitplan.errors import InputError
 
-    pr = parse_range(prompt_range, "prompt")
-    tr = parse_range(token_range, "token")
+    pr = parse_range(prompt_range, "--prompt-range")
+    tr = parse_range(token_range, "--token-range")
     for what, path, suffix in (("--out", out, ".parquet"), ("--plot", plot, ".png")):
         if path is not None and path.suffix.lower() != suffix:
             raise InputError(f"{what} must name a {suffix} file, got {path}")
@@ -76,7 +80,8 @@ def heatmap_command(
         slo=slo,
         seed=seed,
     )
-    result = api.heatmap(d, scenario, pr, tr, engine, sample_size=sample_size, jobs=jobs)
+    with library_errors_as_flags():
+        result = api.heatmap(d, scenario, pr, tr, engine, sample_size=sample_size, jobs=jobs, band=band)
     if out is not None:
         result.write_parquet(out)
     if plot is not None:
@@ -92,6 +97,7 @@ def heatmap_command(
 
 def _render(result, out: Path | None, plot: Path | None) -> None:
     from splitplan.cli._common import console
+    from splitplan.search import Engine
 
     con = console()
     n = len(result.prompt_machines)
@@ -101,6 +107,7 @@ def _render(result, out: Path | None, plot: Path | None) -> None:
         f"({result.prompt_values[0]}–{result.prompt_values[-1]} prompt × "
         f"{result.token_values[0]}–{result.token_values[-1]} token), engine {result.engine}"
         + (f" ({result.des_points} decided by the DES)" if result.des_points else "")
+        + (" — analytic, unverified" if result.engine is Engine.ANALYTIC else "")
         + f", {result.wall_s:.2f} s"
     )
     if feasible == 0:

@@ -91,7 +91,9 @@ def search_command(
     trials: Annotated[int, typer.Option(help="Optuna trials per design.")] = 200,
     band: Annotated[float, typer.Option(help="Hybrid: analytic-margin band re-checked with the DES.")] = 0.3,
     slo: Annotated[Path | None, typer.Option(help="SLO limits (TOML).")] = None,
-    perf: Annotated[str | None, typer.Option(help="'analytic' or a profile CSV.")] = None,
+    perf: Annotated[
+        str | None, typer.Option(help="analytic, a stack name (splitplan perf), a stack file or a CSV.")
+    ] = None,
     config: Annotated[Path | None, typer.Option(help="Simulator assumptions (TOML).")] = None,
     chunk_tokens: Annotated[
         int | None,
@@ -114,47 +116,55 @@ def search_command(
     from splitplan import api
     from splitplan.api._simulate import WorkloadRequest
     from splitplan.cli._common import console, print_json
+    from splitplan.cli._parse import library_errors_as_flags, parse_cap, parse_range
     from splitplan.report.render import search_summary, search_table
     from splitplan.report.tables import points_table, write_parquet_atomic
-    from splitplan.search import SearchInterrupted
+    from splitplan.search import Engine, Method, Objective, SearchInterrupted
+    from splitplan.search.objective import parse_enum
 
     if out is not None and out.suffix.lower() != ".parquet":
         from splitplan.errors import InputError
 
         raise InputError(f"--out must end in .parquet, got {out.name}")
-    req = api.SearchRequest(
-        designs=tuple(design or ()),
-        prompt_gpus=tuple(prompt_gpu or ()),
-        token_gpus=tuple(token_gpu or ()),
-        prompt_power_cap=prompt_power_cap,
-        token_power_cap=token_power_cap,
-        prompt_range=prompt_range,
-        token_range=token_range,
-        max_machines=max_machines,
-        workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration),
-        model=model,
-        perf=perf,
-        config=config,
-        chunk_tokens=chunk_tokens,
-        slo=slo,
-        objective=objective,
-        power_budget_kw=power_budget_kw,
-        cost_budget_usd_per_h=cost_budget_usd_per_h,
-        budget=budget,
-        engine=engine,
-        method=method,
-        trials=trials,
-        band=band,
-        seed=seed,
-        jobs=jobs,
-        backend=backend,
-        scheduler=scheduler,
-        storage=storage,
-    )
+    with library_errors_as_flags():
+        req = api.SearchRequest(
+            designs=tuple(design or ()),
+            prompt_gpus=tuple(prompt_gpu or ()),
+            token_gpus=tuple(token_gpu or ()),
+            prompt_power_cap=parse_cap(prompt_power_cap, "--prompt-power-cap"),
+            token_power_cap=parse_cap(token_power_cap, "--token-power-cap"),
+            prompt_range=None
+            if prompt_range is None
+            else parse_range(prompt_range, "--prompt-range", single=True),
+            token_range=None
+            if token_range is None
+            else parse_range(token_range, "--token-range", single=True),
+            max_machines=max_machines,
+            workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration),
+            model=model,
+            perf=perf,
+            config=config,
+            chunk_tokens=chunk_tokens,
+            slo=slo,
+            objective=parse_enum(Objective, objective, "--objective"),
+            power_budget_kw=power_budget_kw,
+            cost_budget_usd_per_h=cost_budget_usd_per_h,
+            budget=budget,
+            engine=parse_enum(Engine, engine, "--engine"),
+            method=parse_enum(Method, method, "--method"),
+            trials=trials,
+            band=band,
+            seed=seed,
+            jobs=jobs,
+            backend=backend,
+            scheduler=scheduler,
+            storage=storage,
+        )
     progress = _LazyProgress(enabled=sys.stderr.isatty())
     meta = {"objective": objective, "engine": engine, "seed": seed, "workload": workload, "rate_rps": rate}
     try:
-        outcome = api.search(req, progress=progress)
+        with library_errors_as_flags():
+            outcome = api.search(req, progress=progress)
     except SearchInterrupted as exc:
         progress.close()
         kept = []

@@ -1,4 +1,4 @@
-"""Layer 1: the analytic performance model — a calibrated roofline built from the catalog.
+"""Layer 2: the analytic performance model — a calibrated roofline built from the catalog.
 
 Per iteration on one machine (gpus × per-GPU peaks from the catalog):
 
@@ -171,7 +171,7 @@ def _load(path: str) -> CoefficientSet:
     return CoefficientSet(gpus=gpus, default=default, models=models, path=str(p))
 
 
-def _touched_weight_bytes(model: ModelSpec, tokens: FloatArray, bytes_per_weight: float) -> FloatArray:
+def touched_weight_bytes(model: ModelSpec, tokens: FloatArray, bytes_per_weight: float) -> FloatArray:
     """Weight bytes read by an iteration of `tokens` tokens (experts hit, for sparse models).
 
     Each token routes to `experts_per_token` of `experts` experts; with independent routing an
@@ -229,13 +229,13 @@ class AnalyticPerfModel:
         flops = 2.0 * m.active_params * n + 0.5 * self._attn_flops * n * seq
         x = (n / c.knee_tokens) ** c.knee_power
         knee = 1.0 + c.knee_gain * x / (1.0 + x)
-        mem = (_touched_weight_bytes(m, n, self._weight_b) + n * self._kv_bytes_per_token) / self._bw
+        mem = (touched_weight_bytes(m, n, self._weight_b) + n * self._kv_bytes_per_token) / self._bw
         return c.prompt_overhead_s + np.maximum(mem, flops * knee / self._prompt_flops)
 
     def _token_core(self, b: FloatArray) -> FloatArray:
         c = self.coefficients
         m = self.model
-        mem = (_touched_weight_bytes(m, b, self._weight_b) + b * self._kv_bytes_per_token) / self._bw
+        mem = (touched_weight_bytes(m, b, self._weight_b) + b * self._kv_bytes_per_token) / self._bw
         comp = 2.0 * m.active_params * b / self._token_flops
         return c.token_overhead_s + c.token_seq_s * b + np.maximum(mem, comp)
 

@@ -1,4 +1,4 @@
-"""Layer 1: does a model fit on a machine, and how much KV cache is left."""
+"""Layer 2: does a model fit on a machine, and how much KV cache is left."""
 
 from __future__ import annotations
 

@@ -67,7 +67,24 @@ def open_storage(storage: str) -> Any:
         raise InputError(f"cannot open storage {storage!r}: {str(exc).splitlines()[0]}") from None
 
 
-def _rdb_with_retry(url: str, attempts: int = 5) -> Any:
+def _schema_race(exc: BaseException) -> bool:
+    """True for the errors a worker gets when another one is creating the same schema right now.
+
+    SQLAlchemy's `create_all` checks for each table and then creates it, so two processes on a
+    fresh database can both decide to create it: the loser sees an IntegrityError (a row of the
+    version table) or an OperationalError ("table … already exists", "database is locked").
+    """
+    from sqlalchemy.exc import IntegrityError, OperationalError
+
+    if isinstance(exc, IntegrityError):
+        return True
+    if isinstance(exc, OperationalError):
+        text = str(exc).lower()
+        return "already exists" in text or "database is locked" in text
+    return False
+
+
+def _rdb_with_retry(url: str, attempts: int = 8) -> Any:
     """Workers started together race to create the schema of a new database; the losers retry."""
     import time
 
@@ -77,9 +94,9 @@ def _rdb_with_retry(url: str, attempts: int = 5) -> Any:
         try:
             return optuna.storages.RDBStorage(url)
         except Exception as exc:
-            if i == attempts - 1 or "IntegrityError" not in type(exc).__name__ + str(exc):
+            if i == attempts - 1 or not _schema_race(exc):
                 raise
-            time.sleep(0.2 * (i + 1))
+            time.sleep(0.1 * (i + 1))
     raise AssertionError("unreachable")
 
 

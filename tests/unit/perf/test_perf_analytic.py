@@ -15,8 +15,10 @@ from splitplan.perf import PerfModel, get_perf_model, prompt_cap_factor, token_c
 from splitplan.perf.analytic import (
     AnalyticCoefficients,
     AnalyticPerfModel,
-    _touched_weight_bytes,
     load_coefficients,
+)
+from splitplan.perf.analytic import (
+    touched_weight_bytes as _touched_weight_bytes,
 )
 
 LLAMA = get_model("llama2-70b")

@@ -75,7 +75,16 @@ def test_check_exact_model_scores_zero(tmp_path) -> None:
     assert res.token_mape < 1e-9
     doc = res.to_json()
     assert set(doc["overall"]) == {"prompt_mape", "token_mape"}
-    assert set(doc["groups"][0]) == {"model", "hardware", "tensor_parallel", "phase", "mape", "n"}
+    assert set(doc["groups"][0]) == {
+        "model",
+        "hardware",
+        "tensor_parallel",
+        "phase",
+        "mape",
+        "n",
+        "precision",
+        "source",
+    }
 
 
 def test_check_profile_mode_is_seeded_split(tmp_path) -> None:

@@ -1,4 +1,4 @@
-"""Layer 0: numeric precisions of weights and KV caches, and what each costs in bytes.
+"""Layer 1: numeric precisions of weights and KV caches, and what each costs in bytes.
 
 Why an enum: precision decides memory (bytes per value), bandwidth (bytes moved per iteration) and
 which tensor-core peak applies, so every layer must agree on one spelling. `fp16` and `bf16` are

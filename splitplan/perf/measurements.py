@@ -1,4 +1,4 @@
-"""Layer 1: measured iteration times of either table schema, as one set of rows to fit and score.
+"""Layer 2: measured iteration times of either table schema, as one set of rows to fit and score.
 
 Two schemas are read:
 - the **profile** schema (SplitwiseSim's perf_model.csv: model, hardware, prompt_size, batch_size,

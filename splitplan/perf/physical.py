@@ -1,4 +1,4 @@
-"""Layer 1: the physical performance model — iteration time from the architecture and the catalog.
+"""Layer 2: the physical performance model — iteration time from the architecture and the catalog.
 
 One instance = TP GPUs of one type running one model shard each, with weights and KV cache at
 their precisions. An iteration of n tokens (prompt tokens + decodes) costs, on the instance:

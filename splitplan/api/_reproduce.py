@@ -586,7 +586,11 @@ class _Run:
         workloads of the iso-power and iso-cost figures); iso-throughput: the least power and the
         least cost serving Baseline-H100's iso-power conversation rate (Fig. 19's target).
         """
-        cases = (("iso-power", "conversation"), ("iso-power", "coding"), ("iso-cost", "conversation"))
+        cases: tuple[tuple[str, str], ...] = (
+            ("iso-power", "conversation"),
+            ("iso-power", "coding"),
+            ("iso-cost", "conversation"),
+        )
         if self.req.quick:
             cases = cases[:1]
         for budget, workload in cases:
@@ -606,7 +610,7 @@ class _Run:
                     self.add(sec, f"{d} / {c} throughput", _ratio(rate[d], rate[c]), None)
             best_c = _best(rate, CHUNKED)
             self._conclude(
-                {d: _ratio(rate[d], rate.get(best_c)) for d in SPLIT},
+                {d: _ratio(rate[d], rate.get(best_c or "")) for d in SPLIT},
                 f"{budget}, {workload}",
                 "throughput",
                 higher=True,
@@ -625,7 +629,7 @@ class _Run:
         self.say(f"{BEYOND}: iso-throughput at {target:.1f} req/s ({self.model}, {self.assume})")
         wide = (1, ISO_THROUGHPUT_MAX_MACHINES)
         # pools of A100s serving an H100 cluster's load need more machines than the default ranges
-        ranges = (
+        ranges: tuple[tuple[tuple[str, ...], dict[str, object]], ...] = (
             (("splitwise-aa",), {"prompt_range": wide, "token_range": wide}),
             (("splitwise-hh", "splitwise-ha", "splitwise-hhcap"), {}),
             (CHUNKED, {"prompt_range": (1, BEYOND_BASELINE_MAX_MACHINES)}),
@@ -641,7 +645,7 @@ class _Run:
                     self.add(sec, f"{objective} {d} / {c}", _ratio(value[d], value[c]), None)
             best_c = _best(value, CHUNKED, higher=False)
             self._conclude(
-                {d: _ratio(value[d], value.get(best_c)) for d in SPLIT},
+                {d: _ratio(value[d], value.get(best_c or "")) for d in SPLIT},
                 f"iso-throughput {target:.1f} req/s conversation",
                 objective,
                 higher=False,
@@ -691,4 +695,5 @@ def _best(values: dict[str, float | None], among: tuple[str, ...], *, higher: bo
     have = [d for d in among if values.get(d) is not None]
     if not have:
         return None
-    return max(have, key=lambda d: values[d] if higher else -values[d])  # type: ignore[operator]
+    sign = 1.0 if higher else -1.0
+    return max(have, key=lambda d: sign * float(values[d] or 0.0))

@@ -7,6 +7,7 @@ and a token pool (the mixed pool is formed at run time by borrowing from them).
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Literal
 
@@ -20,12 +21,27 @@ from splitplan.errors import CatalogError, InputError
 DesignKind = Literal["baseline", "splitwise"]
 
 
+class BatchPolicy(enum.Enum):
+    """How a machine that runs both phases (a baseline's, or a split design's mixed pool) forms
+    its iterations.
+
+    MIXED: 2023-style mixed continuous batching — whole prompts first, up to max_batch_tokens, the
+    paper's baselines. CHUNKED: chunked prefill (Sarathi-Serve; vLLM's and SGLang's default) — a
+    budget of `SimConfig.chunk_tokens` tokens per iteration, running decodes first, the rest filled
+    with chunks of the oldest waiting prompts.
+    """
+
+    MIXED = "mixed"
+    CHUNKED = "chunked"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Design:
     name: str
     kind: DesignKind
     prompt: Machine
     token: Machine
+    policy: BatchPolicy = BatchPolicy.MIXED
 
     @property
     def is_baseline(self) -> bool:
@@ -94,8 +110,22 @@ def _paper_designs() -> dict[str, Design]:
 PAPER_DESIGNS = tuple(_paper_designs())
 
 
+def _chunked_designs() -> dict[str, Design]:
+    a100, h100 = make_instance("dgx-a100"), make_instance("dgx-h100")
+    chunked = BatchPolicy.CHUNKED
+    return {
+        "chunked-a100": Design(name="chunked-a100", kind="baseline", prompt=a100, token=a100, policy=chunked),
+        "chunked-h100": Design(name="chunked-h100", kind="baseline", prompt=h100, token=h100, policy=chunked),
+    }
+
+
+CHUNKED_DESIGNS = tuple(_chunked_designs())
+# what the default `splitplan search` compares: the paper's designs and the chunked-prefill baselines
+SEARCH_DESIGNS = PAPER_DESIGNS + CHUNKED_DESIGNS
+
+
 def get_design(name: str) -> Design:
-    designs = _paper_designs()
+    designs = {**_paper_designs(), **_chunked_designs()}
     key = name.lower()
     if key not in designs:
         raise CatalogError(f"unknown design {name!r} (known: {', '.join(designs)}; or custom pools)")
@@ -116,10 +146,13 @@ def custom_design(
     token_precision: str | Precision = Precision.FP16,
     prompt_kv_precision: str | Precision | None = None,
     token_kv_precision: str | Precision | None = None,
+    policy: BatchPolicy = BatchPolicy.MIXED,
 ) -> Design:
     """A design from any catalog GPU/machine per pool; `baseline` makes one mixed pool (the
     prompt pool's options). Per pool: tensor parallelism (`None`: the whole node), weight precision
-    and KV precision (`None`: the weights' for fp16/bf16/fp8, fp16 for int4 weights)."""
+    and KV precision (`None`: the weights' for fp16/bf16/fp8, fp16 for int4 weights). `policy` is
+    the batch formation of the machines that run both phases (baseline machines, a split design's
+    mixed pool)."""
     token_gpu = prompt_gpu if token_gpu is None else token_gpu
     prompt = make_instance(prompt_gpu, prompt_power_cap, prompt_tp, prompt_precision, prompt_kv_precision)
     token = (
@@ -128,7 +161,8 @@ def custom_design(
         else make_instance(token_gpu, token_power_cap, token_tp, token_precision, token_kv_precision)
     )
     label = name or (f"baseline-{prompt.name}" if baseline else f"split-{prompt.name}-{token.name}")
-    return Design(name=label, kind="baseline" if baseline else "splitwise", prompt=prompt, token=token)
+    kind: DesignKind = "baseline" if baseline else "splitwise"
+    return Design(name=label, kind=kind, prompt=prompt, token=token, policy=policy)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

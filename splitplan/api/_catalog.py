@@ -16,7 +16,7 @@ from splitplan.catalog import (
     list_models,
     user_catalog_dirs,
 )
-from splitplan.design import PAPER_DESIGNS, Design, get_design
+from splitplan.design import SEARCH_DESIGNS, Design, get_design
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,12 +93,12 @@ class CatalogListing:
 
 
 def catalog() -> CatalogListing:
-    """Everything the catalog knows: GPUs, machine types, models, the paper's designs."""
+    """Everything the catalog knows: GPUs, machine types, models, the named designs."""
     return CatalogListing(
         gpus=list_gpus(),
         machines=list_machine_types(),
         models=list_models(),
-        designs=[get_design(n) for n in PAPER_DESIGNS],
+        designs=[get_design(n) for n in SEARCH_DESIGNS],
     )
 
 

@@ -58,6 +58,11 @@ PAPER_FIG18 = {
     "splitwise-hhcap": 2.9,
 }
 PAPER_MODEL = "bloom-176b"  # the paper's figures are BLOOM-176B's; other models are shown for scale
+SPLIT = ("splitwise-aa", "splitwise-hh", "splitwise-ha", "splitwise-hhcap")
+CHUNKED = ("chunked-a100", "chunked-h100")
+SECTIONS = ("paper", "beyond-paper")
+BEYOND = "Beyond the paper"
+BEYOND_BASELINE_MAX_MACHINES = 120  # chunked-a100 at Baseline-H100's iso-power rate needs > 90
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +120,17 @@ class ReproduceRequest:
     duration_s: float = 120.0
     seed: int = 0
     jobs: int = 1
+    # "paper": the paper's comparisons; "beyond-paper": the split designs against chunked prefill
+    sections: tuple[str, ...] = SECTIONS
 
     def __post_init__(self) -> None:
         from splitplan.catalog import get_model
+
+        for sec in self.sections:
+            if sec not in SECTIONS:
+                raise InputError(f"unknown section {sec!r} (expected {' or '.join(SECTIONS)})")
+        if not self.sections:
+            raise InputError("reproduce needs at least one section")
 
         for a in self.assumptions:
             if a not in ("compat", "splitplan"):
@@ -239,14 +252,17 @@ def reproduce(req: ReproduceRequest, progress: Callable[[str], None] | None = No
     for model in models:
         for assume in assumptions:
             run = _Run(req, model, assume, duration, out, report, say)
-            run.fig12()
-            run.iso_budget("iso-power", "conversation")
-            if not req.quick:
-                run.iso_budget("iso-power", "coding")
-                run.iso_budget("iso-cost", "conversation")
-                run.iso_throughput()
-                run.batch_mode()
-                run.robustness()
+            if "paper" in req.sections:
+                run.fig12()
+                run.iso_budget("iso-power", "conversation")
+                if not req.quick:
+                    run.iso_budget("iso-power", "coding")
+                    run.iso_budget("iso-cost", "conversation")
+                    run.iso_throughput()
+                    run.batch_mode()
+                    run.robustness()
+            if "beyond-paper" in req.sections:
+                run.beyond_paper()
     report.notes.append(
         "Directions (which design wins) are judged on the BLOOM-176B compat runs, which use the paper's "
         "model and its simulator's assumptions; Llama2-70B rows are shown for scale. Where the splitplan "
@@ -283,6 +299,7 @@ class _Run:
     say: Callable[[str], None]
     iso_power_rates: dict[tuple[str, str], float] = field(default_factory=dict)
     iso_power_splits: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+    budget_results: dict[tuple[str, str], dict[str, DesignResult]] = field(default_factory=dict)
 
     def add(
         self,
@@ -353,6 +370,7 @@ class _Run:
                 workload, objective="throughput", budget=budget, designs=PAPER_DESIGNS
             ).results
         }
+        self.budget_results[(budget, workload)] = res
         rate = {d: (r.rate_rps if r.meets_slo else None) for d, r in res.items()}
         splits = PAPER_ISO_POWER_SPLITS if budget == "iso-power" else PAPER_ISO_COST_SPLITS
         sec = f"{budget}, {workload}: optimal splits (prompt/token machines)"
@@ -571,3 +589,124 @@ class _Run:
             ).results[0]
             kept = (r.rate_rps or 0.0) / best if r.meets_slo else 0.0
             self.add(sec, f"{d} ({p}P+{t}T)", kept, paper)
+
+    # ------------------------------------------------------------------ beyond the paper
+    def beyond_paper(self) -> None:
+        """Each split design against the chunked-prefill baselines, on the paper's figures' workloads.
+
+        The paper's baselines are 2023 mixed batching; today's colocated default is chunked prefill.
+        Iso-power and iso-cost: the highest rate meeting all nine SLOs within the budget (the
+        workloads of the iso-power and iso-cost figures); iso-throughput: the least power and the
+        least cost serving Baseline-H100's iso-power conversation rate (Fig. 19's target).
+        """
+        cases: tuple[tuple[str, str], ...] = (
+            ("iso-power", "conversation"),
+            ("iso-power", "coding"),
+            ("iso-cost", "conversation"),
+        )
+        if self.req.quick:
+            cases = cases[:1]
+        for budget, workload in cases:
+            self.say(f"{BEYOND}: {budget} {workload} ({self.model}, {self.assume})")
+            res = dict(self.budget_results.get((budget, workload), {}))
+            missing = tuple(d for d in SPLIT + CHUNKED + ("baseline-h100",) if d not in res)
+            if missing:
+                out = self.search(workload, objective="throughput", budget=budget, designs=missing)
+                res.update({r.design: r for r in out.results})
+            self.budget_results[(budget, workload)] = res
+            rate = {d: (float(r.rate_rps or 0.0) if r.meets_slo else None) for d, r in res.items()}
+            sec = f"{BEYOND}: {budget}, {workload}: split designs against chunked prefill (throughput ratio)"
+            for c in CHUNKED:
+                self.add(sec, f"{c} / baseline-h100 throughput", _ratio(rate[c], rate["baseline-h100"]), None)
+            for d in SPLIT:
+                for c in CHUNKED:
+                    self.add(sec, f"{d} / {c} throughput", _ratio(rate[d], rate[c]), None)
+            best_c = _best(rate, CHUNKED)
+            self._conclude(
+                {d: _ratio(rate[d], rate.get(best_c or "")) for d in SPLIT},
+                f"{budget}, {workload}",
+                "throughput",
+                higher=True,
+                chunked=best_c,
+            )
+        if not self.req.quick:
+            self._beyond_iso_throughput()
+
+    def _beyond_iso_throughput(self) -> None:
+        base = self.budget_results.get(("iso-power", "conversation"), {}).get("baseline-h100")
+        target = float(base.rate_rps or 0.0) if base is not None and base.meets_slo else 0.0
+        sec = f"{BEYOND}: iso-throughput (Baseline-H100's iso-power conversation rate): split against chunked"
+        if not target:
+            self.add(sec, "target rate", None, None, note="Baseline-H100 met no SLO at iso-power")
+            return
+        self.say(f"{BEYOND}: iso-throughput at {target:.1f} req/s ({self.model}, {self.assume})")
+        wide = (1, ISO_THROUGHPUT_MAX_MACHINES)
+        # pools of A100s serving an H100 cluster's load need more machines than the default ranges
+        ranges: tuple[tuple[tuple[str, ...], dict[str, object]], ...] = (
+            (("splitwise-aa",), {"prompt_range": wide, "token_range": wide}),
+            (("splitwise-hh", "splitwise-ha", "splitwise-hhcap"), {}),
+            (CHUNKED, {"prompt_range": (1, BEYOND_BASELINE_MAX_MACHINES)}),
+        )
+        for objective, attr in (("power", "power_kw"), ("cost", "cost_usd_per_h")):
+            res = {}
+            for designs, kw in ranges:
+                out = self.search("conversation", rate_rps=target, objective=objective, designs=designs, **kw)
+                res.update({r.design: r for r in out.results})
+            value = {d: (float(getattr(r, attr)) if r.meets_slo else None) for d, r in res.items()}
+            for d in SPLIT:
+                for c in CHUNKED:
+                    self.add(sec, f"{objective} {d} / {c}", _ratio(value[d], value[c]), None)
+            best_c = _best(value, CHUNKED, higher=False)
+            self._conclude(
+                {d: _ratio(value[d], value.get(best_c or "")) for d in SPLIT},
+                f"iso-throughput {target:.1f} req/s conversation",
+                objective,
+                higher=False,
+                chunked=best_c,
+            )
+
+    def _conclude(
+        self,
+        vs_best: dict[str, float | None],
+        figure: str,
+        what: str,
+        *,
+        higher: bool,
+        chunked: str | None,
+    ) -> None:
+        """One sentence: which split designs still beat the best chunked baseline, by how much.
+
+        `vs_best`: each split design's value over the best chunked baseline's (`chunked`).
+        """
+        if chunked is None:
+            self.report.notes.append(
+                f"{BEYOND} — {figure} ({self.model}, {self.assume}): no chunked-prefill baseline meets "
+                f"the SLOs, so every split design that does wins outright."
+            )
+            return
+        wins = {d: r for d, r in vs_best.items() if r is not None and (r > 1.0 if higher else r < 1.0)}
+        loses = [d for d in vs_best if d not in wins]
+        if wins:
+            best = max(wins, key=lambda d: wins[d] if higher else -wins[d])
+            gain = wins[best] - 1.0 if higher else 1.0 - wins[best]
+            text = (
+                f"splitting still wins on {what} for {', '.join(wins)} (best {best}: "
+                f"{'+' if higher else '−'}{gain:.0%} against {chunked})"
+            )
+            text += f"; {', '.join(loses)} do not" if loses else ""
+        else:
+            text = f"no split design beats {chunked} on {what} ({', '.join(loses)} do not)"
+        self.report.notes.append(f"{BEYOND} — {figure} ({self.model}, {self.assume}): {text}.")
+
+
+def _ratio(x: float | None, y: float | None) -> float | None:
+    return None if x is None or not y else x / y
+
+
+def _best(values: dict[str, float | None], among: tuple[str, ...], *, higher: bool = True) -> str | None:
+    """The best design of `among` by value (None: none has a value)."""
+    have = [d for d in among if values.get(d) is not None]
+    if not have:
+        return None
+    sign = 1.0 if higher else -1.0
+    return max(have, key=lambda d: sign * float(values[d] or 0.0))

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from splitplan.api._simulate import WorkloadRequest, build_scenario
-from splitplan.design import PAPER_DESIGNS
+from splitplan.design import CHUNKED_DESIGNS, SEARCH_DESIGNS
 from splitplan.errors import InputError
 from splitplan.search import (
     DesignSpace,
@@ -91,7 +91,8 @@ def _precision_choices(value: object, name: str, *, kv: bool = False) -> tuple[s
 class SearchRequest:
     """What to search, typed: numbers, tuples and enums (the CLI parses its strings into these).
 
-    Empty `designs` and no custom pools → the six paper designs. Power caps are a number (fixed)
+    Empty `designs` and no custom pools → the six paper designs and the two
+    chunked-prefill baselines. Power caps are a number (fixed)
     or a (lo, hi) interval (searched); count ranges are (lo, hi) machine counts, inclusive.
     """
 
@@ -115,6 +116,7 @@ class SearchRequest:
     model: str = "llama2-70b"
     perf: str | None = None
     config: str | Path | None = None
+    chunk_tokens: int | None = None  # chunked-prefill budget (overrides the config's)
     slo: SloSpec | str | Path | None = None  # limits, or a TOML file of them (None: the defaults)
     objective: Objective = Objective.COST
     power_budget_kw: float | None = None
@@ -192,7 +194,7 @@ def build_spaces(req: SearchRequest, notes: list[str] | None = None) -> tuple[De
     custom = bool(req.prompt_gpus or req.token_gpus)
     p_opts, t_opts = _instance_options(req, "prompt"), _instance_options(req, "token")
     with_instances = _has_instance_options(req, "prompt") or _has_instance_options(req, "token")
-    names = list(req.designs) or ([] if custom else list(PAPER_DESIGNS))
+    names = list(req.designs) or ([] if custom else list(SEARCH_DESIGNS))
     for name in names:
         if name.lower().startswith("custom"):
             continue
@@ -336,7 +338,13 @@ def search(
     """
     req = req or SearchRequest()
     scenario = build_scenario(
-        workload=req.workload, model=req.model, perf=req.perf, config=req.config, slo=req.slo, seed=req.seed
+        workload=req.workload,
+        model=req.model,
+        perf=req.perf,
+        config=req.config,
+        slo=req.slo,
+        seed=req.seed,
+        chunk_tokens=req.chunk_tokens,
     )
     rate = (
         req.workload.rate_rps
@@ -346,6 +354,10 @@ def search(
     notes: list[str] = []
     problem = build_problem(req, float(rate), notes)
     _check_instances_fit(problem, scenario)
+    if req.chunk_tokens is not None and not any(sp.name in CHUNKED_DESIGNS for sp in problem.spaces):
+        raise InputError(
+            "--chunk-tokens applies to chunked-prefill designs: add --design chunked-a100 or chunked-h100"
+        )
     runner = Runner(jobs=req.jobs, backend=req.backend, scheduler=req.scheduler)
     with PointStore(req.storage, scenario_fingerprint(scenario)) as store:
         outcome = run_search(

@@ -37,12 +37,16 @@ def build_scenario(
     config: str | Path | None = None,
     slo: SloSpec | str | Path | None = None,
     seed: int = 0,
+    chunk_tokens: int | None = None,
 ) -> Scenario:
-    """Resolve names and files into a Scenario (validated here, at the boundary)."""
+    """Resolve names and files into a Scenario (validated here, at the boundary).
+
+    `chunk_tokens` overrides the configuration's chunked-prefill budget (`--chunk-tokens`).
+    """
     from splitplan.workload import make_workload, read_trace
 
     wr = workload or WorkloadRequest()
-    sim = load_config(config)
+    sim = load_config(config, **({} if chunk_tokens is None else {"chunk_tokens": chunk_tokens}))
     perf_source = perf or config_perf(config) or DEFAULT_STACK
     resolve_perf(perf_source)  # a clear error now for an unknown name or a missing file
     if wr.trace is not None:

@@ -21,6 +21,13 @@ def reproduce_command(
     duration: Annotated[float, typer.Option(help="Workload duration, s.")] = 120.0,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     jobs: Annotated[int, typer.Option(help="Parallel worker processes.")] = 1,
+    section: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="paper (the paper's comparisons) and/or beyond-paper (split designs against "
+            "chunked prefill); repeatable, default both."
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Re-derive the Splitwise paper's evaluation and print it beside the paper's figures."""
@@ -35,6 +42,7 @@ def reproduce_command(
         duration_s=duration,
         seed=seed,
         jobs=jobs,
+        sections=tuple(section or ("paper", "beyond-paper")),
     )
     from splitplan.api._reproduce import planned_steps
     from splitplan.cli._progress import StepProgress

@@ -63,7 +63,7 @@ def search_command(
         typer.Option(
             "--design",
             help="Design to search (repeatable): baseline-a100, baseline-h100, splitwise-aa, "
-            "splitwise-hh, splitwise-ha, splitwise-hhcap. Default: all six.",
+            "splitwise-hh, splitwise-ha, splitwise-hhcap, chunked-a100, chunked-h100. Default: all eight.",
         ),
     ] = None,
     prompt_gpu: Annotated[
@@ -118,6 +118,10 @@ def search_command(
         str | None, typer.Option(help="analytic, a stack name (splitplan perf), a stack file or a CSV.")
     ] = None,
     config: Annotated[Path | None, typer.Option(help="Simulator assumptions (TOML).")] = None,
+    chunk_tokens: Annotated[
+        int | None,
+        typer.Option(help="Chunked-prefill designs: tokens per iteration (default 512, or the config's)."),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     jobs: Annotated[int, typer.Option(help="Parallel worker processes.")] = 1,
     backend: Annotated[str, typer.Option(help="loky (local processes) or dask.")] = "loky",
@@ -193,6 +197,7 @@ def search_command(
             model=model,
             perf=perf,
             config=config,
+            chunk_tokens=chunk_tokens,
             slo=slo,
             objective=parse_enum(Objective, objective, "--objective"),
             power_budget_kw=power_budget_kw,

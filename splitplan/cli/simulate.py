@@ -56,6 +56,10 @@ def simulate_command(
     config: ConfigOpt = None,
     slo: SloOpt = None,
     engine: Annotated[str, typer.Option(help="des or analytic.")] = "des",
+    chunk_tokens: Annotated[
+        int | None,
+        typer.Option(help="Chunked-prefill designs: tokens per iteration (default 512, or the config's)."),
+    ] = None,
     seed: SeedOpt = 0,
     requests_out: Annotated[Path | None, typer.Option(help="Write per-request results (parquet).")] = None,
     json_out: JsonOpt = False,
@@ -66,6 +70,8 @@ def simulate_command(
     from splitplan.api._plan import check_plan_path
     from splitplan.api._simulate import WorkloadRequest, make_config, requests_table, resolve_design
     from splitplan.cli._common import print_json
+    from splitplan.design import BatchPolicy
+    from splitplan.errors import InputError
 
     check_plan_path(export_plan)
     d = resolve_design(
@@ -82,6 +88,8 @@ def simulate_command(
         token_kv_precision=token_kv_precision,
     )
     cfg = make_config(d, prompt, token, machines)
+    if chunk_tokens is not None and d.policy is not BatchPolicy.CHUNKED:
+        raise InputError(f"--chunk-tokens applies to chunked-prefill designs (chunked-a100, …), not {d.name}")
     scenario = api.build_scenario(
         workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration, trace=trace),
         model=model,
@@ -89,6 +97,7 @@ def simulate_command(
         config=config,
         slo=slo,
         seed=seed,
+        chunk_tokens=chunk_tokens,
     )
     result = api.simulate(cfg, scenario, engine)
     if requests_out is not None:

@@ -15,7 +15,14 @@ import numpy as np
 import numpy.typing as npt
 
 from splitplan.catalog import Machine, get_machine_type, validate_power_cap
-from splitplan.design import PAPER_DESIGNS, Design, custom_design, get_design, make_instance
+from splitplan.design import (
+    SEARCH_DESIGNS,
+    BatchPolicy,
+    Design,
+    custom_design,
+    get_design,
+    make_instance,
+)
 from splitplan.errors import InputError
 from splitplan.search.objective import Engine, Method, Objective, parse_enum
 
@@ -167,7 +174,7 @@ class DesignSpace:
         if self.baseline:
             ti = pi
         paper_instances = all(x is None for x in (pi[0], pi[2], ti[0], ti[2])) and pi[1] == ti[1] == "fp16"
-        if self.is_fixed_pools and self.name in PAPER_DESIGNS and paper_instances:
+        if self.is_fixed_pools and self.name in SEARCH_DESIGNS and paper_instances:
             return get_design(self.name)
         return custom_design(
             pg,
@@ -176,6 +183,8 @@ class DesignSpace:
             tc,
             baseline=self.baseline,
             name=self.name if self.is_fixed_pools else None,
+            # a named design's batch policy (chunked prefill) survives instance options
+            policy=get_design(self.name).policy if self.name in SEARCH_DESIGNS else BatchPolicy.MIXED,
             prompt_tp=pi[0],
             prompt_precision=pi[1],
             prompt_kv_precision=pi[2],

@@ -34,6 +34,10 @@ class SimConfig:
     # A prompt admitted on a machine that will also run its decode reserves the decode's KV too, so
     # an overloaded machine cannot fill its memory with prompts whose decodes then never start.
     prompt_reserves_decode_kv: bool = True
+    # chunked prefill (designs with BatchPolicy.CHUNKED): tokens per iteration (prompt-chunk tokens
+    # plus one per decode), and whether running decodes are admitted before prompt chunks
+    chunk_tokens: int = 512
+    chunk_decodes_first: bool = True
     # cluster-level scheduler
     prompt_full_tokens: int = 8192  # a prompt machine with a queue is full beyond this (sim)
     # KV cache
@@ -59,12 +63,17 @@ class SimConfig:
             "max_batch_tokens",
             "prompt_full_tokens",
             "layerwise_min_prompt_tokens",
+            "chunk_tokens",
         ):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise InputError(f"config: {name} must be an integer ≥ 1, got {v!r}")
         if not isinstance(self.max_preemptions, int) or self.max_preemptions < 0:
             raise InputError(f"config: max_preemptions must be an integer ≥ 0, got {self.max_preemptions!r}")
+        if not isinstance(self.chunk_decodes_first, bool):
+            raise InputError(
+                f"config: chunk_decodes_first must be true or false, got {self.chunk_decodes_first!r}"
+            )
         if self.kv_transfer not in ("serialized", "layerwise"):
             raise InputError(f"config: kv_transfer must be serialized or layerwise, got {self.kv_transfer!r}")
         if self.prompt_interrupts_decodes not in ("always", "never", "baseline"):

@@ -56,3 +56,25 @@ def test_bad_assumption_is_one_line_error(capsys, tmp_path):
     assert code == 2
     assert "unknown assumptions" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_beyond_paper_section_compares_split_designs_with_chunked_prefill(quick_report):
+    out, doc = quick_report
+    rows = [c for c in doc["comparisons"] if c["section"].startswith("Beyond the paper")]
+    assert {c["assumptions"] for c in rows} == {"compat", "splitplan"}
+    items = {c["item"] for c in rows}
+    for d in ("splitwise-aa", "splitwise-hh", "splitwise-ha", "splitwise-hhcap"):
+        assert f"{d} / chunked-h100 throughput" in items
+    assert all(c["paper"] is None for c in rows)
+    assert any(c["ours"] is not None for c in rows)
+    conclusions = [n for n in doc["notes"] if n.startswith("Beyond the paper")]
+    assert len(conclusions) == 2  # one sentence per figure, model and assumptions
+    assert "Beyond the paper" in (out / "report.md").read_text()
+
+
+def test_bad_section_is_one_line_error(capsys, tmp_path):
+    code = main(["reproduce", "--quick", "--out", str(tmp_path), "--section", "appendix"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "unknown section" in err
+    assert len(err.strip().splitlines()) == 1

@@ -13,6 +13,8 @@ Model (SPLITWISE.md §4, and the reference simulator's documented behaviour):
   other waiting decodes. Decodes of the previous batch that no longer fit are preempted (their KV
   stays resident). Every task still waiting when an iteration starts counts one more preemption.
 - Admission needs memory: a prompt reserves KV for p + 1 tokens, a decode for its output tokens.
+- Chunked prefill (a design's `BatchPolicy.CHUNKED`, on the mixed pool — every machine of a
+  baseline): a token budget per iteration, decodes first, prompts chunked FCFS; see _start_chunked.
 - Cluster scheduler: baselines JSQ on pending tokens; Splitwise designs pick a prompt machine (least
   pending tokens; "full" when it has a queue and pending + p > prompt_full_tokens) and a token
   machine (least committed memory; full when it would reach capacity), borrowing from the opposite
@@ -174,7 +176,8 @@ R_PM = 7
 R_TM = 8
 R_P = 9
 R_OTOK = 10
-_NR = 12  # padded to 96 bytes
+R_PDONE = 11  # prompt tokens computed, counting the running chunk (chunked prefill; 0 otherwise)
+_NR = 12  # 96 bytes
 Q_ARR = 0
 Q_KVP = 1
 Q_KVT = 2
@@ -227,6 +230,197 @@ def _iteration_time(c, bt, nd, npr, ctx, ptab, ttab, tctx, mtab, mctx):
     return mtab[c, bt] + mctx[c] * ctx
 
 
+@nb.njit(cache=True)
+def _chunked_time(c, chunk_tok, nd, npr, dctx, pre, ptab, ttab, tctx, mtab, mctx):
+    # An iteration of `npr` prompt chunks totalling `chunk_tok` tokens whose KV prefixes total
+    # `pre` tokens, plus `nd` decodes with `dctx` tokens of KV context. The prefix is costed like a
+    # decode's context (reading its KV once, the protocol's affine context term); the attention
+    # FLOPs of the chunk's tokens against the prefix are not modelled separately. Without prefix it
+    # is exactly the mixed-batching iteration time.
+    d = _iteration_time(c, chunk_tok + nd, nd, npr, dctx + pre, ptab, ttab, tctx, mtab, mctx)
+    if nd == 0 and npr > 0:
+        d += mctx[c] * pre
+    return d
+
+
+@nb.njit(cache=True)
+def _start_chunked(
+    m,
+    t,
+    epoch,
+    max_batch,
+    budget,
+    decode_first,
+    reserve_decode,
+    wait_cap,
+    cap,
+    cls,
+    wait,
+    batch,
+    newb,
+    rq,
+    rf,
+    mf,
+    mint,
+    ptab,
+    ttab,
+    tctx,
+    mtab,
+    mctx,
+    stats,
+):
+    """Start an iteration on machine m under chunked prefill (Sarathi-style); returns a status.
+
+    Every iteration has a budget of `budget` tokens. With `decode_first`, running decodes take one
+    token each first (the previous batch's, then preempted ones, then new ones that fit in memory),
+    and the rest of the budget goes to prompts FCFS: a prompt already started (its KV is resident)
+    continues, then new prompts, the last one cut to a chunk that fills the budget. Without
+    `decode_first` prompts fill the budget first. A partial prompt holds the KV of its whole prompt
+    from its first chunk on (reserved then, like a mixed-batching prompt), so memory is accounted
+    across its iterations. Decodes that do not fit are preempted as in mixed batching (KV stays).
+    The caller updates the run-end tree (mf[m, F_RUN_END] is set here; INF for an empty batch).
+    """
+    c = cls[m]
+    capm = cap[c]
+    nbn = 0
+    bt = 0  # prompt-chunk tokens + decodes
+    ct = 0  # prompt-chunk tokens
+    memloc = mf[m, F_MEM]
+    for phase in range(2):
+        if (phase == 0) == decode_first:
+            # decodes, one token each: the previous batch's, then preempted, then new ones
+            for j in range(mint[m, I_BATCH_N]):
+                r = batch[j, m]
+                if nbn == max_batch or bt + 1 > budget:
+                    break
+                rq[r, R_MARK] = epoch
+                newb[nbn] = r
+                nbn += 1
+                bt += 1
+            for i in range(mint[m, I_WAIT_N]):
+                r = wait[i, m]
+                if rq[r, R_STAGE] != S_TWAIT or not rq[r, R_BLOCKED] or rq[r, R_MARK] == epoch:
+                    continue
+                if nbn == max_batch or bt + 1 > budget:
+                    break
+                rq[r, R_MARK] = epoch
+                newb[nbn] = r
+                nbn += 1
+                bt += 1
+            for i in range(mint[m, I_WAIT_N]):
+                r = wait[i, m]
+                if rq[r, R_STAGE] != S_TWAIT or rq[r, R_BLOCKED] or rq[r, R_MARK] == epoch:
+                    continue
+                if nbn == max_batch or bt + 1 > budget:
+                    break
+                need = _need(r, m, rq, rf, reserve_decode)
+                if need + memloc > capm:
+                    break
+                rq[r, R_MARK] = epoch
+                newb[nbn] = r
+                nbn += 1
+                bt += 1
+                memloc += need
+        else:
+            # prompts FCFS: started ones first (their KV is resident), then new ones
+            for started in (True, False):
+                for i in range(mint[m, I_WAIT_N]):
+                    r = wait[i, m]
+                    if rq[r, R_STAGE] != S_PWAIT or (rq[r, R_PDONE] > 0) != started or rq[r, R_MARK] == epoch:
+                        continue
+                    if nbn == max_batch or bt >= budget:
+                        break
+                    need = 0.0
+                    if not started:
+                        need = _need(r, m, rq, rf, reserve_decode)
+                        if need + memloc > capm:
+                            break
+                    piece = min(rq[r, R_P] - rq[r, R_PDONE], budget - bt)
+                    rq[r, R_MARK] = epoch
+                    newb[nbn] = r
+                    nbn += 1
+                    bt += piece
+                    ct += piece
+                    memloc += need
+    # the previous batch's decodes that were not kept are preempted (their KV stays)
+    for j in range(mint[m, I_BATCH_N]):
+        r = batch[j, m]
+        if rq[r, R_MARK] != epoch:
+            rq[r, R_BLOCKED] = True
+            rq[r, R_STAGE] = S_TWAIT
+            rq[r, R_PREEMPT] += 1
+            rq[r, R_KEY0] = rq[r, R_PREEMPT]
+            if mint[m, I_WAIT_N] >= wait_cap:
+                return STATUS_UNSTABLE
+            _wait_insert(wait, mint, m, r, rq, rf)
+    # remove the selected tasks from the queue; everyone left waiting counts a preemption
+    w = 0
+    for i in range(mint[m, I_WAIT_N]):
+        r = wait[i, m]
+        if rq[r, R_MARK] == epoch:
+            continue
+        rq[r, R_PREEMPT] += 1
+        wait[w, m] = r
+        w += 1
+    mint[m, I_WAIT_N] = w
+    npr = 0
+    nd = 0
+    pre = 0.0
+    ctx = 0.0
+    kmin = 1 << 62
+    left = budget - (bt - ct)  # the prompt tokens each chunk got, handed out again in batch order
+    for j in range(nbn):
+        r = newb[j]
+        batch[j, m] = r
+        s = rq[r, R_STAGE]
+        if s == S_PWAIT:
+            done = rq[r, R_PDONE]
+            if done == 0:
+                mf[m, F_MEM] += rf[r, Q_KVP]
+                if reserve_decode and rq[r, R_TM] == m:
+                    mf[m, F_MEM] += rf[r, Q_KVT]
+                    rq[r, R_RESV] = True
+                rf[r, Q_PSTART] = t
+            piece = min(rq[r, R_P] - done, left)
+            left -= piece
+            rq[r, R_PDONE] = done + piece
+            rq[r, R_STAGE] = S_PRUN
+            pre += done
+            npr += 1
+        else:
+            if s == S_TWAIT:
+                if rq[r, R_BLOCKED]:
+                    rq[r, R_BLOCKED] = False
+                elif not rq[r, R_RESV]:
+                    mf[m, F_MEM] += rf[r, Q_KVT]
+                rq[r, R_STAGE] = S_TRUN
+            ctx += rq[r, R_P] + rq[r, R_GEN]
+            nd += 1
+            rem = rq[r, R_OTOK] - rq[r, R_GEN]
+            if rem < kmin:
+                kmin = rem
+    mint[m, I_BATCH_N] = nbn
+    mint[m, I_BATCH_TOK] = bt
+    mint[m, I_BATCH_NP] = npr
+    mint[m, I_PAUSED] = False
+    if nbn == 0:
+        mf[m, F_RUN_END] = INF
+        return STATUS_OK
+    d = _chunked_time(c, ct, nd, npr, ctx, pre, ptab, ttab, tctx, mtab, mctx)
+    kk = 1 if npr > 0 else kmin
+    mf[m, F_DUR] = d
+    mint[m, I_N_ITER] = kk
+    mf[m, F_RUN_START] = t
+    mf[m, F_RUN_END] = t + d * kk
+    # policy statistics: largest prompt-chunk tokens of an iteration, longest iteration with a
+    # prompt chunk, iterations with a prompt chunk
+    if npr > 0:
+        stats[0] = max(stats[0], float(ct))
+        stats[1] = max(stats[1], d)
+        stats[2] += 1.0
+    return STATUS_OK
+
+
 @nb.njit(cache=True, nogil=True)
 def simulate_kernel(
     arr,
@@ -254,8 +448,13 @@ def simulate_kernel(
     wait_cap,
     prompt_interrupts,
     reserve_decode,
+    chunked,
+    chunk_budget,
+    decode_first,
     stop,
 ):
+    # chunked: machines of the mixed pool (all machines of a baseline) run chunked prefill with a
+    # budget of chunk_budget tokens per iteration (see _start_chunked); its statistics are returned.
     n = arr.shape[0]
     M = cls.shape[0]
     # ---- request state: one row of integers and one of floats per request (the fields an event
@@ -303,6 +502,7 @@ def simulate_kernel(
     SX = 64  # transfer slots in the transfer tree (doubles when full)
     xt_v, xt_i = _tree_new(1, SX)
     newb = np.empty(max_batch, np.int64)
+    stats = np.zeros(3)  # chunked prefill: see _start_chunked
     # ---- transfers in flight or waiting for memory
     xf_rid = np.zeros(n, np.int64)
     xf_time = np.zeros(n)
@@ -418,6 +618,14 @@ def simulate_kernel(
             for j in range(mint[m, I_BATCH_N]):
                 r = batch[j, m]
                 if rq[r, R_STAGE] == S_PRUN:
+                    if 0 < rq[r, R_PDONE] < rq[r, R_P]:
+                        # a chunk of a longer prompt: its KV stays, the rest waits for a budget
+                        rq[r, R_STAGE] = S_PWAIT
+                        if mint[m, I_WAIT_N] >= wait_cap:
+                            status = STATUS_UNSTABLE
+                            break
+                        _wait_insert(wait, mint, m, r, rq, rf)
+                        continue
                     rf[r, Q_TTFT] = t - rf[r, Q_ARR]
                     mf[m, F_SCHED_PEND] -= rq[r, R_P]
                     if rq[r, R_TM] == m:
@@ -561,6 +769,47 @@ def simulate_kernel(
 
         # ================================================================ start an iteration on m
         epoch += 1
+        if chunked and mint[m, I_POOL] == P_MIXED:
+            status = _start_chunked(
+                m,
+                t,
+                epoch,
+                max_batch,
+                chunk_budget,
+                decode_first,
+                reserve_decode,
+                wait_cap,
+                cap,
+                cls,
+                wait,
+                batch,
+                newb,
+                rq,
+                rf,
+                mf,
+                mint,
+                ptab,
+                ttab,
+                tctx,
+                mtab,
+                mctx,
+                stats,
+            )
+            if status != STATUS_OK:
+                break
+            _tree_set(rt_v, rt_i, 0, S, m, mf[m, F_RUN_END])
+            if (
+                mint[m, I_BATCH_N] == 0
+                and mint[m, I_WAIT_N] == 0
+                and mint[m, I_POOL] == P_MIXED
+                and tag[m] != P_MIXED
+            ):
+                _tree_set(pt_v, pt_i, P_MIXED * S2, S, m, INF)
+                _tree_set(mt_v, mt_i, P_MIXED * S2, S, m, INF)
+                mint[m, I_POOL] = tag[m]
+                _tree_set(pt_v, pt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_PEND])
+                _tree_set(mt_v, mt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_MEM])
+            continue
         c = cls[m]
         capm = cap[c]
         nbn = 0
@@ -748,4 +997,4 @@ def simulate_kernel(
     pm = rq[:, R_PM].copy()
     tm = rq[:, R_TM].copy()
     preempt = rq[:, R_PREEMPT].copy()
-    return (status, ttft, e2e, pstart, pm, tm, preempt, busy, iters, batch_time, pool_moves, events, t)
+    return (status, ttft, e2e, pstart, pm, tm, preempt, busy, iters, batch_time, pool_moves, events, t, stats)

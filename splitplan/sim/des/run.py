@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from splitplan.design import ClusterConfig
+from splitplan.design import BatchPolicy, ClusterConfig
 from splitplan.errors import InputError
 from splitplan.perf import kv_capacity_bytes
 from splitplan.sim.des.signature import (
@@ -103,7 +103,9 @@ def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
                 f"{machine.name} has left after the weights of {scenario.model.name}: use a larger "
                 "tensor parallelism, an fp8 KV cache or a GPU with more memory"
             )
-    n_tokens = int(max(p.max(), sim.max_batch_tokens)) + sim.max_batch_size + 1
+    chunked = design.policy is BatchPolicy.CHUNKED
+    n_tokens = int(max(p.max(), sim.max_batch_tokens, sim.chunk_tokens if chunked else 0))
+    n_tokens += sim.max_batch_size + 1
     ptab, ttab, tctx, mtab, mctx = _tables(scenario, config, n_tokens, sim.max_batch_size)
 
     if design.is_baseline:
@@ -141,13 +143,28 @@ def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
         retry_s=sim.memory_retry_s,
         max_backlog_s=sim.max_backlog_s,
         wait_cap=min(WAIT_CAPACITY, len(p)) + 1,
-        prompt_interrupts=sim.prompt_interrupts_decodes == "always"
+        # under chunked prefill a prompt always joins at the next iteration boundary
+        prompt_interrupts=chunked
+        or sim.prompt_interrupts_decodes == "always"
         or (sim.prompt_interrupts_decodes == "baseline" and design.is_baseline),
         reserve_decode=sim.prompt_reserves_decode_kv,
+        chunked=chunked,
+        chunk_budget=sim.chunk_tokens,
+        decode_first=sim.chunk_decodes_first,
         stop=np.zeros(1, np.int64),
     ).frozen()
     run = run_kernel(args)
-    return _result(config, scenario, run, cls)
+    result = _result(config, scenario, run, cls)
+    if chunked:
+        stats = run.result.policy_stats
+        result.extra.update(
+            {
+                "max_chunk_tokens": float(stats[0]),
+                "max_chunk_iteration_s": float(stats[1]),
+                "chunk_iterations": float(stats[2]),
+            }
+        )
+    return result
 
 
 class KernelRun(NamedTuple):
@@ -260,6 +277,9 @@ def _kernel():
         wait_cap=2,
         prompt_interrupts=True,
         reserve_decode=True,
+        chunked=False,
+        chunk_budget=512,
+        decode_first=True,
         stop=np.zeros(1, np.int64),
     ).frozen()
     simulate_kernel(*warm)

@@ -25,7 +25,8 @@ class KernelArgs(NamedTuple):
     KV bytes of the prompt (p + 1 tokens) and of the decode, KV transfer time. Per machine: class
     (0: prompt-pool hardware, 1: token-pool hardware) and starting pool (P_PROMPT, P_TOKEN,
     P_MIXED). Per class: KV capacity and weight bytes, iteration-time tables. Then scheduler and
-    batching limits, and `stop`: the one writable array, a flag the kernel polls (nonzero: stop).
+    batching limits, the batch-formation policy (chunked prefill or not, its budget and order), and
+    `stop`: the one writable array, a flag the kernel polls (nonzero: stop).
     """
 
     arr: F64
@@ -53,6 +54,9 @@ class KernelArgs(NamedTuple):
     wait_cap: int
     prompt_interrupts: bool
     reserve_decode: bool
+    chunked: bool  # machines of the mixed pool run chunked prefill (BatchPolicy.CHUNKED)
+    chunk_budget: int  # its token budget per iteration
+    decode_first: bool  # its admission order: running decodes before prompt chunks
     stop: I64
 
     def frozen(self) -> "KernelArgs":
@@ -98,3 +102,4 @@ class KernelResult(NamedTuple):
     pool_moves: int
     events: int
     end_s: float
+    policy_stats: F64  # chunked prefill: max chunk tokens, max chunk-iteration s, chunk iterations

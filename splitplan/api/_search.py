@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from splitplan.api._simulate import WorkloadRequest, build_scenario
+from splitplan.api._validate import apply_named_caps, check_search_request, check_spaces, space_size
 from splitplan.design import PAPER_DESIGNS
 from splitplan.errors import InputError
 from splitplan.search import (
@@ -56,8 +58,8 @@ class SearchRequest:
     designs: tuple[str, ...] = ()
     prompt_gpus: tuple[str, ...] = ()
     token_gpus: tuple[str, ...] = ()
-    prompt_power_cap: str = "1.0"
-    token_power_cap: str = "1.0"
+    prompt_power_cap: str | None = None  # None: named designs keep theirs, custom pools run at 1.0
+    token_power_cap: str | None = None
     prompt_range: str | None = None
     token_range: str | None = None
     max_machines: int | None = None
@@ -83,6 +85,7 @@ class SearchRequest:
 
 
 def build_spaces(req: SearchRequest) -> tuple[DesignSpace, ...]:
+    check_search_request(req)
     pr = parse_range(req.prompt_range, "prompt")
     tr = parse_range(req.token_range, "token")
     spaces: list[DesignSpace] = []
@@ -101,9 +104,9 @@ def build_spaces(req: SearchRequest) -> tuple[DesignSpace, ...]:
         cap = req.max_machines
         hi = cap if cap is not None else (DEFAULT_BASELINE_MAX if baseline else DEFAULT_SPLIT_RANGE[1])
         default = (1, hi)
-        prompt = PoolSpace(gpus=tuple(req.prompt_gpus), power_cap=parse_cap(req.prompt_power_cap))
+        prompt = PoolSpace(gpus=tuple(req.prompt_gpus), power_cap=parse_cap(req.prompt_power_cap or "1.0"))
         token = PoolSpace(
-            gpus=tuple(req.token_gpus or req.prompt_gpus), power_cap=parse_cap(req.token_power_cap)
+            gpus=tuple(req.token_gpus or req.prompt_gpus), power_cap=parse_cap(req.token_power_cap or "1.0")
         )
         label = "custom-" + "+".join(prompt.gpus) + ("" if baseline else "/" + "+".join(token.gpus))
         spaces = [s for s in spaces if not s.name.startswith("baseline") or not baseline]
@@ -117,7 +120,9 @@ def build_spaces(req: SearchRequest) -> tuple[DesignSpace, ...]:
                 token_range=tr or default,
             )
         )
-    return tuple(spaces)
+    spaces_t = apply_named_caps(tuple(spaces), req)
+    check_spaces(spaces_t)
+    return spaces_t
 
 
 def build_problem(req: SearchRequest, rate_rps: float) -> SearchProblem:
@@ -135,6 +140,8 @@ def build_problem(req: SearchRequest, rate_rps: float) -> SearchProblem:
     if req.objective == "throughput" and req.max_machines is None and req.prompt_range is None:
         # under a budget the count ranges follow from it (iso-power AA reaches 70 machines)
         spaces = tuple(_budget_ranges(s, power, cost) for s in spaces)
+    sizes = [space_size(s) for s in spaces]
+    trials = int(min(req.trials, max(sizes))) if sizes and math.isfinite(max(sizes)) else req.trials
     return SearchProblem(
         spaces=spaces,
         objective=req.objective,
@@ -143,7 +150,7 @@ def build_problem(req: SearchRequest, rate_rps: float) -> SearchProblem:
         cost_budget_usd_per_h=cost,
         engine=req.engine,  # type: ignore[arg-type]
         method=req.method,
-        trials=req.trials,
+        trials=trials,  # beyond a finite space's size, trials would only repeat points
         seed=req.seed,
         band=req.band,  # type: ignore[arg-type]
         rate_tol=req.rate_tol,

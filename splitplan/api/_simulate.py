@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from splitplan.catalog import get_model
 from splitplan.design import ClusterConfig, Design, custom_design, get_design
 from splitplan.errors import InputError
@@ -40,6 +42,8 @@ def build_scenario(
     from splitplan.workload import make_workload, read_trace
 
     wr = workload or WorkloadRequest()
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise InputError(f"--seed must be a whole number ≥ 0, got {seed!r}")
     sim = load_config(config)
     perf_source = perf or config_perf(config) or "analytic"
     if perf_source != "analytic" and not Path(perf_source).is_file():
@@ -58,9 +62,18 @@ def build_scenario(
             cv=wr.cv,
             seed=seed,
         )
+    if sim.warmup_s > 0 and not (wl.n and float(wl.arrival_s[-1]) > sim.warmup_s):
+        span = float(wl.arrival_s[-1]) if wl.n else 0.0
+        raise InputError(
+            f"config: warmup_s = {sim.warmup_s:g} excludes every request (the workload's last arrival "
+            f"is at {span:g} s)"
+        )
     return Scenario(
         workload=wl, model=get_model(model), perf=perf_source, sim=sim, slo=load_slo(slo), seed=seed
     )
+
+
+MAX_POOL_MACHINES = 100_000  # far beyond any cluster; larger counts only exhaust memory
 
 
 def resolve_design(
@@ -68,31 +81,95 @@ def resolve_design(
     *,
     prompt_gpu: str | None = None,
     token_gpu: str | None = None,
-    prompt_power_cap: float = 1.0,
-    token_power_cap: float = 1.0,
+    prompt_power_cap: float | None = None,
+    token_power_cap: float | None = None,
 ) -> Design:
-    """A paper design by name, or a custom one from pool GPUs and caps."""
-    if prompt_gpu is not None or token_gpu is not None:
-        if prompt_gpu is None:
-            raise InputError("a custom design needs --prompt-gpu (and optionally --token-gpu)")
-        baseline = name is not None and name.startswith("baseline")
-        return custom_design(prompt_gpu, token_gpu, prompt_power_cap, token_power_cap, baseline=baseline)
-    return get_design(name or "splitwise-hh")
+    """A paper design by name (a starting point: GPU and cap options change its pools), or a custom
+    one from pool GPUs and caps. Every given option takes effect or is refused."""
+    from splitplan.catalog import Machine, get_machine_type, validate_power_cap
+
+    pc = None if prompt_power_cap is None else validate_power_cap(prompt_power_cap, "--prompt-power-cap")
+    tc = None if token_power_cap is None else validate_power_cap(token_power_cap, "--token-power-cap")
+    if name is None or name.lower().startswith("custom"):
+        if prompt_gpu is None and token_gpu is None:
+            if name is not None:
+                raise InputError("a custom design needs --prompt-gpu (and optionally --token-gpu)")
+            name = "splitwise-hh"
+        else:
+            if prompt_gpu is None:
+                raise InputError("a custom design needs --prompt-gpu (and optionally --token-gpu)")
+            return custom_design(prompt_gpu, token_gpu, 1.0 if pc is None else pc, 1.0 if tc is None else tc)
+    base = get_design(name)
+    if base.is_baseline:
+        if token_gpu is not None or tc is not None:
+            raise InputError(
+                f"{base.name} has one pool: use --prompt-gpu/--prompt-power-cap for its machines, "
+                "not --token-gpu/--token-power-cap"
+            )
+        if prompt_gpu is None and pc is None:
+            return base
+        mt = get_machine_type(prompt_gpu) if prompt_gpu is not None else base.prompt.type
+        m = Machine(type=mt, power_cap=base.prompt.power_cap if pc is None else pc)
+        return Design(name=f"{base.name}:{m.name}", kind="baseline", prompt=m, token=m)
+    if prompt_gpu is None and token_gpu is None and pc is None and tc is None:
+        return base
+    prompt = Machine(
+        type=get_machine_type(prompt_gpu) if prompt_gpu is not None else base.prompt.type,
+        power_cap=base.prompt.power_cap if pc is None else pc,
+    )
+    token = Machine(
+        type=get_machine_type(token_gpu) if token_gpu is not None else base.token.type,
+        power_cap=base.token.power_cap if tc is None else tc,
+    )
+    if prompt == base.prompt and token == base.token:
+        return base
+    name = f"{base.name}:{prompt.name}/{token.name}"
+    return Design(name=name, kind="splitwise", prompt=prompt, token=token)
+
+
+def _count(value: int | None, option: str, low: int = 1) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{option} must be a whole number, got {value!r}")
+    if not low <= value <= MAX_POOL_MACHINES:
+        raise InputError(f"{option} must be between {low} and {MAX_POOL_MACHINES:,}, got {value}")
+    return value
 
 
 def make_config(design: Design, prompt: int | None, token: int | None, machines: int | None) -> ClusterConfig:
+    prompt = _count(prompt, "--prompt")
+    token = _count(token, "--token")
+    machines = _count(machines, "--machines")
     if design.is_baseline:
+        if prompt is not None or token is not None:
+            raise InputError(
+                f"{design.name} is a baseline (one pool): give its size with --machines N, "
+                "not --prompt/--token"
+            )
         if machines is None:
             raise InputError(f"{design.name} is a baseline: give its size with --machines N")
         return ClusterConfig.baseline(design, machines)
+    if machines is not None:
+        raise InputError(f"{design.name} has two pools: give --prompt P and --token T, not --machines")
     if prompt is None or token is None:
         raise InputError(f"{design.name} needs --prompt P and --token T")
     return ClusterConfig(design=design, prompt_machines=prompt, token_machines=token)
 
 
 def simulate(config: ClusterConfig, scenario: Scenario, engine: str = "des") -> SimResult:
-    """Simulate one configuration (the library twin of `splitplan simulate`)."""
-    return _simulate(config, scenario, engine)
+    """Simulate one configuration (the library twin of `splitplan simulate`).
+
+    Throughput is completed requests over the arrival span; a trace whose requests all arrive at
+    once has no span, and its throughput is undefined (NaN → null in JSON), not a huge number.
+    """
+    from dataclasses import replace
+
+    result = _simulate(config, scenario, engine)
+    wl = scenario.workload
+    if wl.n < 2 or float(wl.arrival_s[-1] - wl.arrival_s[0]) <= 0:
+        result = replace(result, throughput_rps=math.nan)
+    return result
 
 
 def requests_table(result: SimResult):  # -> pyarrow.Table

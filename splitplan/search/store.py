@@ -8,8 +8,11 @@ studies. Names carry a fingerprint of the scenario so different problems never s
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,20 +70,54 @@ def open_storage(storage: str) -> Any:
         raise InputError(f"cannot open storage {storage!r}: {str(exc).splitlines()[0]}") from None
 
 
-def _rdb_with_retry(url: str, attempts: int = 5) -> Any:
-    """Workers started together race to create the schema of a new database; the losers retry."""
+def _rdb_with_retry(url: str, attempts: int = 8) -> Any:
+    """Workers started together race to create the schema of a new database. For SQLite the first
+    one creates it under an exclusive lock on a sidecar file while the others wait; any backend's
+    losers of the race (duplicate table or version row, a locked database) retry."""
     import time
 
     import optuna
 
+    kwargs: dict[str, Any] = {}
+    lock_path = None
+    if url.startswith("sqlite:///"):
+        kwargs = {"engine_kwargs": {"connect_args": {"timeout": 60.0}}}
+        lock_path = url[len("sqlite:///") :] + ".lock"
     for i in range(attempts):
         try:
-            return optuna.storages.RDBStorage(url)
+            with _file_lock(lock_path):
+                return optuna.storages.RDBStorage(url, **kwargs)
         except Exception as exc:
-            if i == attempts - 1 or "IntegrityError" not in type(exc).__name__ + str(exc):
+            text = type(exc).__name__ + str(exc)
+            racy = any(k in text for k in ("IntegrityError", "already exists", "locked", "UNIQUE"))
+            if i == attempts - 1 or not racy:
                 raise
-            time.sleep(0.2 * (i + 1))
+            time.sleep(0.1 * (i + 1))
     raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def _file_lock(path: str | None) -> Iterator[None]:
+    """An exclusive advisory lock on `path` (created if needed); a no-op for None or where locks
+    are unavailable."""
+    if path is None:
+        yield
+        return
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - non-POSIX
+        yield
+        return
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def point_key(

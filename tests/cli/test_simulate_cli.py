@@ -92,7 +92,7 @@ def test_rich_table_names_binding_slo(capsys):
     ("args", "needle"),
     [
         (["--design", "splitwise-zz", "--prompt", "1", "--token", "1"], "unknown design"),
-        (["--design", "splitwise-hh", "--prompt", "-3", "--token", "1"], "prompt_machines"),
+        (["--design", "splitwise-hh", "--prompt", "-3", "--token", "1"], "--prompt"),
         (["--design", "baseline-h100"], "--machines"),
         (["--prompt-gpu", "tpu-v9", "--prompt", "1", "--token", "1"], "unknown machine or GPU"),
         (

@@ -1,0 +1,153 @@
+"""Checks of a search request at the boundary, before any work: every option takes effect exactly as
+given or is refused with one line naming it.
+
+- Count ranges are honoured exactly: a range beyond `--max-machines` is a conflict, not clipped.
+- `--token-range` and `--token-power-cap` need a design with a token pool.
+- Budgets are positive finite numbers.
+- Power caps given without custom pools apply to the named designs (a named design is a starting
+  point), so `--design splitwise-hh --token-power-cap 0.5` searches H100 token machines at half power.
+- A space too large to enumerate is refused; `--trials` beyond a finite space's size stops there.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from splitplan.errors import InputError
+
+if TYPE_CHECKING:
+    from splitplan.api._search import SearchRequest
+    from splitplan.search import DesignSpace
+
+MAX_GRID_POINTS = 1_000_000  # per design: far beyond any useful search, bounded memory and time
+_RANGE = re.compile(r"^\s*(\d+)\s*(?::\s*(\d+)\s*)?$")
+
+
+def strict_range(text: str | None, option: str) -> tuple[int, int] | None:
+    """ "A:B" or "N" with whole numbers 1 ≤ A ≤ B; the message quotes what the user typed."""
+    if text is None:
+        return None
+    m = _RANGE.match(str(text))
+    if not m:
+        raise InputError(f"{option} must look like A:B (or N) with whole numbers, got {text!r}")
+    lo = int(m.group(1))
+    hi = int(m.group(2)) if m.group(2) is not None else lo
+    if lo < 1 or hi < lo:
+        raise InputError(f"{option} needs 1 ≤ A ≤ B, got {text!r}")
+    return lo, hi
+
+
+def check_search_request(req: SearchRequest) -> None:
+    """Refuse conflicting, out-of-range or meaningless options of a search (see the module doc)."""
+    from splitplan.design import get_design
+
+    for option, v in (
+        ("--power-budget-kw", req.power_budget_kw),
+        ("--cost-budget-usd-per-h", req.cost_budget_usd_per_h),
+    ):
+        if v is not None and (isinstance(v, bool) or not (math.isfinite(v) and v > 0)):
+            raise InputError(f"{option} must be a positive finite number, got {v!r}")
+    if not (isinstance(req.trials, int) and not isinstance(req.trials, bool) and req.trials >= 1):
+        raise InputError(f"--trials must be a whole number ≥ 1, got {req.trials!r}")
+    mm = req.max_machines
+    if mm is not None and (isinstance(mm, bool) or not isinstance(mm, int) or mm < 1):
+        raise InputError(f"--max-machines must be a whole number ≥ 1, got {mm!r}")
+    custom = bool(req.prompt_gpus or req.token_gpus)
+    named = [n.lower() for n in req.designs if not n.lower().startswith("custom")]
+    if not req.designs and not custom:
+        from splitplan.design import PAPER_DESIGNS
+
+        named = list(PAPER_DESIGNS)
+    kinds = [get_design(n).is_baseline for n in named]  # unknown names fail here, before any work
+    custom_baseline = (
+        custom and any(n.lower().startswith("baseline") for n in req.designs) and not req.token_gpus
+    )
+    has_split = (custom and not custom_baseline) or not all(kinds)
+    for option, text in (("--prompt-range", req.prompt_range), ("--token-range", req.token_range)):
+        r = strict_range(text, option)
+        if r is None:
+            continue
+        if mm is not None and r[1] > mm:
+            raise InputError(f"{option} {text} goes beyond --max-machines {mm}; give one or the other")
+        points = r[1] - r[0] + 1
+        if points > MAX_GRID_POINTS:
+            raise InputError(f"{option} {text} spans {points:,} counts; at most {MAX_GRID_POINTS:,} per pool")
+    if req.token_range is not None and not has_split:
+        raise InputError(
+            "--token-range needs a design with a token pool; baselines have one pool (--prompt-range)"
+        )
+    if not custom and req.token_power_cap is not None and not has_split:
+        raise InputError("--token-power-cap needs a design with a token pool; baselines have one pool")
+
+
+def apply_named_caps(spaces: tuple[DesignSpace, ...], req: SearchRequest) -> tuple[DesignSpace, ...]:
+    """Named designs with the request's power caps (only when no custom pools take the caps)."""
+    from splitplan.api._search import parse_cap
+    from splitplan.search import PoolSpace
+
+    if req.prompt_gpus or req.token_gpus:
+        return spaces
+    if req.prompt_power_cap is None and req.token_power_cap is None:
+        return spaces
+    pc = None if req.prompt_power_cap is None else parse_cap(req.prompt_power_cap)
+    tc = None if req.token_power_cap is None else parse_cap(req.token_power_cap)
+    out = []
+    for s in spaces:
+        prompt, token, parts = s.prompt, s.token, []
+        if pc is not None:
+            prompt = PoolSpace(gpus=prompt.gpus, power_cap=pc)
+            parts.append(f"prompt@{_cap_text(pc)}")
+        if s.baseline:
+            token = prompt
+        elif tc is not None:
+            token = PoolSpace(gpus=token.gpus, power_cap=tc)
+            parts.append(f"token@{_cap_text(tc)}")
+        if prompt == s.prompt and token == s.token:
+            out.append(s)
+        else:
+            out.append(replace(s, name=f"{s.name}:{','.join(parts)}", prompt=prompt, token=token))
+    return tuple(out)
+
+
+def _cap_text(cap: tuple[float, float]) -> str:
+    lo, hi = cap
+    return f"{lo:g}" if lo == hi else f"{lo:g}-{hi:g}"
+
+
+def space_size(space: DesignSpace) -> float:
+    """Distinct configurations of a space (inf when a power cap is a continuous interval)."""
+    if space.prompt.power_cap[0] < space.prompt.power_cap[1]:
+        return math.inf
+    if not space.baseline and space.token.power_cap[0] < space.token.power_cap[1]:
+        return math.inf
+    counts = space.prompt_range[1] - space.prompt_range[0] + 1
+    gpus = len(space.prompt.gpus)
+    if not space.baseline:
+        counts *= space.token_range[1] - space.token_range[0] + 1
+        gpus *= len(space.token.gpus)
+    return float(counts * gpus)
+
+
+def check_spaces(spaces: tuple[DesignSpace, ...]) -> None:
+    for s in spaces:
+        n = (s.prompt_range[1] - s.prompt_range[0] + 1) * (
+            1 if s.baseline else s.token_range[1] - s.token_range[0] + 1
+        )
+        if n > MAX_GRID_POINTS:
+            raise InputError(
+                f"{s.name}: {n:,} (prompt, token) configurations; at most {MAX_GRID_POINTS:,} per design "
+                "(narrow --prompt-range/--token-range)"
+            )
+
+
+def grid_points(spaces: tuple[DesignSpace, ...]) -> float:
+    return float(
+        sum(
+            (s.prompt_range[1] - s.prompt_range[0] + 1)
+            * (1 if s.baseline else s.token_range[1] - s.token_range[0] + 1)
+            for s in spaces
+        )
+    )

@@ -198,8 +198,16 @@ def search(
         else scenario.workload.rate_rps
     )
     problem = build_problem(req, float(rate))
-    runner = Runner(jobs=req.jobs, backend=req.backend, scheduler=req.scheduler)
-    with PointStore(req.storage, scenario_fingerprint(scenario)) as store:
-        return run_search(
-            problem, evaluator or SimEvaluator(scenario), runner=runner, store=store, progress=progress
-        )
+    from splitplan.search.store import CooperativeEvaluator, open_board
+
+    fingerprint = scenario_fingerprint(scenario)
+    board = open_board(req.storage, fingerprint)  # processes sharing a storage share the work
+    runner = Runner(jobs=req.jobs, backend=req.backend, scheduler=req.scheduler, board=board)
+    inner = evaluator or SimEvaluator(scenario)
+    ev = inner if board is None else CooperativeEvaluator(inner, board)
+    try:
+        with PointStore(req.storage, fingerprint) as store:
+            return run_search(problem, ev, runner=runner, store=store, progress=progress)
+    finally:
+        if board is not None:
+            board.close()

@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
     except (typer.Abort, KeyboardInterrupt):
-        print("splitplan: interrupted; nothing was written", file=sys.stderr)
+        print("splitplan: interrupted; no output file was written", file=sys.stderr)
         return INTERRUPTED
     except click_exceptions.NoArgsIsHelpError as exc:
         print(exc.format_message() if hasattr(exc, "format_message") else "", file=sys.stderr)
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except SystemError as exc:
         if _interrupted_by(exc):
-            print("splitplan: interrupted; nothing was written", file=sys.stderr)
+            print("splitplan: interrupted; no output file was written", file=sys.stderr)
             return INTERRUPTED
         raise
     return 0

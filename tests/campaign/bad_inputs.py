@@ -693,7 +693,6 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--repeat-errors", type=int, default=0)
-    ap.add_argument("--show", type=int, default=40, help="failures to print")
     args = ap.parse_args()
     env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_NUM_THREADS="1")
     with tempfile.TemporaryDirectory() as tmp_s:
@@ -705,8 +704,16 @@ def main() -> int:
             errs = [c for c in todo if c.expect == "error"]
             todo = todo + [errs[i % len(errs)] for i in range(args.repeat_errors)]
         t0 = time.perf_counter()
+
+        def one(c: Case) -> Outcome:
+            r = _run(c, env)
+            if not r.verdict.startswith("pass"):
+                tail = (r.stderr.strip().splitlines() or [""])[-1][:200]
+                print(f"FAIL [{r.verdict}] {c.name}: rc={r.rc} {tail}", flush=True)
+            return r
+
         with ThreadPoolExecutor(args.jobs) as pool:
-            results = list(pool.map(lambda c: _run(c, env), todo))
+            results = list(pool.map(one, todo))
         wall = time.perf_counter() - t0
     tally = Counter(r.verdict.split(":")[0] for r in results)
     print(
@@ -716,9 +723,6 @@ def main() -> int:
     for k, v in sorted(tally.items()):
         print(f"  {k}: {v}")
     fails = [r for r in results if not r.verdict.startswith("pass")]
-    for r in fails[: args.show]:
-        tail = (r.stderr.strip().splitlines() or [""])[-1][:200]
-        print(f"FAIL [{r.verdict}] {r.case.name}: rc={r.rc} {tail}")
     return 1 if fails else 0
 
 

@@ -2,8 +2,11 @@
 
 A run that would exhaust the machine's memory is refused with one line instead of being killed by
 the kernel minutes later. The per-request figures were measured with `/usr/bin/time -v` (maximum
-resident set size) on runs of 100 k–400 k requests, as the slope between two sizes
-(`python tests/campaign/measure_memory.py` re-measures them):
+resident set size) as the slope between two workload sizes, e.g. for the baseline screen
+`/usr/bin/time -v splitplan search --design baseline-h100 --engine analytic --rate R --duration 100`
+with R = 1000 and 2000 (676 MB and 1,284 MB), and for the DES
+`splitplan simulate --design splitwise-hh --prompt 39 --token 39 --rate R --duration 100` with R = 2000
+and 4000 (225 MB and 267 MB):
 
 - the analytic screen of a baseline design holds ~6.1 KB per request of the workload (split designs
   work on a fixed sample of requests);

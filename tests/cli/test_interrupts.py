@@ -84,5 +84,6 @@ def test_interrupted_search_keeps_work_beside_an_intact_destination(tmp_path, si
     assert out.read_bytes() == before  # the complete file is untouched
     partial = tmp_path / "points.partial.parquet"
     assert str(partial) in lines[0]
-    assert pq.read_table(partial).num_rows >= 3
+    # 3 verdicts were posted; the signal may land between posting one and recording it
+    assert pq.read_table(partial).num_rows >= 2
     assert not [f for f in tmp_path.iterdir() if f.name.endswith(".tmp")]

@@ -20,10 +20,10 @@ def main() -> None:
     custom = api.SearchRequest(
         prompt_gpus=("h100-80gb",),  # a GPU name picks its 8-GPU machine (dgx-h100)
         token_gpus=("a100-80gb",),
-        token_power_cap="0.7",  # "LO:HI" would make the cap a search dimension too
+        token_power_cap=0.7,  # a (lo, hi) pair would make the cap a search dimension too
         designs=("splitwise-ha",),  # the uncapped paper design, for comparison
-        prompt_range="1:10",
-        token_range="1:10",
+        prompt_range=(1, 10),
+        token_range=(1, 10),
         workload=workload,
         objective="power",
     )

@@ -7,7 +7,6 @@ scipy.optimize or joblib at import time).
 from splitplan._version import __version__
 from splitplan.errors import (
     CatalogError,
-    InfeasibleError,
     InputError,
     ModelDoesNotFitError,
     SplitplanError,
@@ -15,7 +14,6 @@ from splitplan.errors import (
 
 __all__ = [
     "CatalogError",
-    "InfeasibleError",
     "InputError",
     "ModelDoesNotFitError",
     "SplitplanError",

@@ -1,4 +1,4 @@
-"""Layer 2: cluster designs (pool machine types and caps) and configurations (pool sizes).
+"""Layer 3: cluster designs (pool machine types and caps) and configurations (pool sizes).
 
 A *design* fixes what kind of machine each pool uses; a *configuration* adds how many. Baselines
 have one pool whose machines run both phases (mixed batching); Splitwise designs have a prompt pool
@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
 
 from splitplan.catalog import Machine, get_machine_type
 from splitplan.errors import CatalogError, InputError
@@ -26,6 +29,29 @@ class Design:
     @property
     def is_baseline(self) -> bool:
         return self.kind == "baseline"
+
+    def _counts(
+        self, prompt_machines: npt.ArrayLike, token_machines: npt.ArrayLike
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        p = np.asarray(prompt_machines, dtype=np.float64)
+        t = np.asarray(token_machines, dtype=np.float64)
+        # the one baseline convention: its single pool is counted as `prompt_machines`; a token
+        # count, if any, is ignored (search grids carry t = 0 for baselines)
+        return np.broadcast_arrays(p, np.zeros_like(t) if self.is_baseline else t)  # type: ignore[return-value]
+
+    def cost_usd_per_h(
+        self, prompt_machines: npt.ArrayLike, token_machines: npt.ArrayLike = 0
+    ) -> npt.NDArray[np.float64]:
+        """Cost of pool counts (scalars or arrays, broadcast): Σ count × the pool machine's $/h."""
+        p, t = self._counts(prompt_machines, token_machines)
+        return p * self.prompt.cost_usd_per_h + t * self.token.cost_usd_per_h
+
+    def power_kw(
+        self, prompt_machines: npt.ArrayLike, token_machines: npt.ArrayLike = 0
+    ) -> npt.NDArray[np.float64]:
+        """Provisioned power of pool counts (scalars or arrays, broadcast), kW."""
+        p, t = self._counts(prompt_machines, token_machines)
+        return p * self.prompt.power_kw + t * self.token.power_kw
 
 
 def _machine(gpu_or_machine: str, power_cap: float = 1.0) -> Machine:
@@ -107,13 +133,11 @@ class ClusterConfig:
 
     @property
     def cost_usd_per_h(self) -> float:
-        d = self.design
-        return self.prompt_machines * d.prompt.cost_usd_per_h + self.token_machines * d.token.cost_usd_per_h
+        return float(self.design.cost_usd_per_h(self.prompt_machines, self.token_machines))
 
     @property
     def power_kw(self) -> float:
-        d = self.design
-        return self.prompt_machines * d.prompt.power_kw + self.token_machines * d.token.power_kw
+        return float(self.design.power_kw(self.prompt_machines, self.token_machines))
 
     @property
     def label(self) -> str:

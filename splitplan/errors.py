@@ -1,12 +1,13 @@
-"""Error tree (below every layer). Expected outcomes are errors users can act on; anything else is a bug.
+"""Error tree (below every layer). Errors are what a user can act on; anything else is a bug.
 
     SplitplanError
-    ├── InputError            bad flag, file, CSV row, SLO file, config value
-    │   └── CatalogError      unknown GPU / machine / model / design name, malformed catalog entry
-    ├── ModelDoesNotFitError  weights (plus minimal KV) exceed a machine's memory
-    └── InfeasibleError       no configuration meets the SLOs (a result, reported, exit 0 at the CLI)
+    └── InputError                bad option, file, CSV row, SLO file, config value (names it)
+        ├── CatalogError          unknown GPU / machine / model / design name, malformed entry
+        └── ModelDoesNotFitError  weights (plus minimal KV) exceed a machine's memory
 
-The CLI turns any SplitplanError into one line on stderr and exit code 2 (InfeasibleError: 0).
+"No configuration meets the SLOs" is a result, not an error: searches and heatmaps report it
+(meets_slo false, nulls) and the CLI exits 0. The CLI turns any SplitplanError into one line on
+stderr and exit code 2.
 """
 
 from __future__ import annotations
@@ -26,7 +27,3 @@ class CatalogError(InputError):
 
 class ModelDoesNotFitError(InputError):
     """The model's weights do not fit in the machine's memory."""
-
-
-class InfeasibleError(SplitplanError):
-    """No configuration in the searched space meets every SLO."""

@@ -1,4 +1,4 @@
-"""Layer 2: the nine latency SLOs (SPLITWISE.md §6) — slowdown percentiles and the verdict.
+"""Layer 3: the nine latency SLOs (SPLITWISE.md §6) — slowdown percentiles and the verdict.
 
 Slowdown of a request = its latency ÷ the same request's latency alone on the reference machine
 (a DGX-A100 running the same model): TTFT_ref = prompt time of p, TBT_ref = one decode alone,
@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -98,14 +100,72 @@ def reference_latencies(
 
 def percentiles(
     ttft: npt.ArrayLike, tbt: npt.ArrayLike, e2e: npt.ArrayLike, axis: int = -1
-) -> dict[str, npt.NDArray[np.float64] | float]:
-    """The nine percentile values keyed like SLO_KEYS (arrays when inputs are 2-D)."""
-    out: dict[str, npt.NDArray[np.float64] | float] = {}
+) -> dict[str, Any]:
+    """The nine percentile values keyed like SLO_KEYS (floats; arrays when inputs are 2-D)."""
+    out: dict[str, Any] = {}
     for name, values in zip(METRICS, (ttft, tbt, e2e), strict=True):
         q = np.percentile(np.asarray(values, dtype=np.float64), PERCENTILES, axis=axis)
         for i, pct in enumerate(PERCENTILES):
             out[f"{name}_p{pct}"] = q[i] if np.ndim(q[i]) else float(q[i])
     return out
+
+
+def headroom(limit: float | npt.ArrayLike, value: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Relative headroom of a value under its limit, limit / value − 1 (negative: violated).
+
+    The one rule for the edges, used everywhere a verdict is made:
+    - value 0 → +inf (nothing is faster than instant; it meets any positive limit);
+    - NaN (a request never served), +inf and negative values → −inf (fails any limit).
+    """
+    v = np.asarray(value, dtype=np.float64)
+    lim = np.asarray(limit, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        h = lim / v - 1.0
+    h = np.where(v == 0.0, np.inf, h)
+    return np.where(np.isfinite(v) & (v >= 0.0), h, -np.inf)
+
+
+def limit_names(spec: SloSpec) -> tuple[str, ...]:
+    """Names of the limits of `spec` in verdict order: slowdown keys, then `<key>_latency`."""
+    return tuple(spec.slowdown) + tuple(f"{k}_latency" for k in spec.latency_s)
+
+
+@dataclass(frozen=True, slots=True)
+class SloMargins:
+    """Per point: the least headroom over every limit, and the limit that has it."""
+
+    margin: npt.NDArray[np.float64]  # (n,) −inf when unstable or a binding value is NaN/inf
+    binding: npt.NDArray[np.str_]  # (n,) slowdown key (`ttft_p99`) or latency name (`ttft_p99_latency`)
+
+    @property
+    def meets(self) -> npt.NDArray[np.bool_]:
+        return self.margin >= 0.0
+
+
+def slo_margins(
+    spec: SloSpec,
+    slowdown: Mapping[str, npt.ArrayLike],
+    latency_s: Mapping[str, npt.ArrayLike],
+    stable: npt.ArrayLike | None = None,
+) -> SloMargins:
+    """The SLO margin of n points: min over slowdown *and* absolute-latency limits of `headroom`.
+
+    Values are scalars or (n,) arrays keyed like SLO_KEYS. Ties go to the first limit in
+    `limit_names` order. `stable` False forces the margin to −inf (an unbounded backlog fails
+    whatever its finite-trace percentiles say) and keeps the binding name of the SLOs.
+    """
+    names = limit_names(spec)
+    rows = [headroom(lim, slowdown[k]) for k, lim in spec.slowdown.items()]
+    rows += [headroom(lim, latency_s[k]) for k, lim in spec.latency_s.items()]
+    if not rows:
+        n = np.broadcast(*(np.asarray(v) for v in slowdown.values())).size if slowdown else 1
+        return SloMargins(margin=np.full(n, np.inf), binding=np.full(n, "", dtype="<U1"))
+    head = np.atleast_2d(np.stack(np.broadcast_arrays(*rows)).reshape(len(rows), -1))
+    which = np.argmin(head, axis=0)
+    margin = head[which, np.arange(head.shape[1])]
+    if stable is not None:
+        margin = np.where(np.asarray(stable, dtype=bool), margin, -np.inf)
+    return SloMargins(margin=margin.astype(np.float64), binding=np.asarray(names)[which])
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,19 +175,8 @@ class SloVerdict:
     headroom: float  # limit / value − 1 of the binding SLO (negative when violated)
 
 
-def verdict(spec: SloSpec, slowdown: dict[str, float], latency_s: dict[str, float]) -> SloVerdict:
-    """All-SLO verdict; NaN or infinite values (unserved requests) fail."""
-    best_key, best_headroom = "", math.inf
-    for kind, limits, values in (
-        ("slowdown", spec.slowdown, slowdown),
-        ("latency_s", spec.latency_s, latency_s),
-    ):
-        for key, limit in limits.items():
-            v = float(values[key])
-            h = limit / v - 1.0 if (math.isfinite(v) and v > 0) else -math.inf
-            if math.isnan(h):
-                h = -math.inf
-            if h < best_headroom:
-                best_key = key if kind == "slowdown" else f"{key}_latency"
-                best_headroom = h
-    return SloVerdict(meets=best_headroom >= 0.0, binding=best_key, headroom=best_headroom)
+def verdict(spec: SloSpec, slowdown: Mapping[str, float], latency_s: Mapping[str, float]) -> SloVerdict:
+    """All-SLO verdict of one point (`slo_margins` of one point; NaN/inf values fail)."""
+    m = slo_margins(spec, slowdown, latency_s)
+    h = float(m.margin[0])
+    return SloVerdict(meets=h >= 0.0, binding=str(m.binding[0]), headroom=h)

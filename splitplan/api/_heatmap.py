@@ -1,15 +1,19 @@
 """`splitplan heatmap` as a library function: one design over a (prompt, token) grid.
 
-Engines: "analytic" evaluates every point with the vectorized evaluator (the 39×39 grid in well
-under a second); "des" simulates every point; "hybrid" evaluates analytically and re-simulates with
-the DES every point whose analytic SLO margin is within `band` of the limit (where the two could
-disagree), so the verdicts near the frontier are the DES's.
+Every point's verdict comes from the search's own machinery (`splitplan.search.run_search` on a
+one-design problem, with the same `Runner`, `PointStore`, band and exactness rule), so the starred
+optimum of a heatmap is the answer `splitplan search` gives on the same scenario and grid:
+- "hybrid" (default): the DES finds the feasibility frontier of every prompt count, dominance
+  decides the rest, and every point that could change the optimum is re-checked with the DES;
+- "des": the DES decides every point;
+- "analytic": the analytic evaluator alone (fast, unverified: its plot says so).
+The analytic slowdowns are shown wherever the DES did not run; utilizations are always the
+analytic evaluator's estimate.
 """
 
 from __future__ import annotations
 
 import math
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,27 +22,29 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from splitplan.design import ClusterConfig, Design
+from splitplan.design import Design
 from splitplan.errors import InputError
+from splitplan.search import (
+    Decision,
+    DesignResult,
+    DesignSpace,
+    PointStore,
+    PoolSpace,
+    Runner,
+    SearchOutcome,
+    SearchProblem,
+    SimEvaluator,
+    run_search,
+)
+from splitplan.search.grid import classify, make_grid
+from splitplan.search.objective import Engine, Objective, parse_enum
+from splitplan.search.problem import DEFAULT_BAND
 from splitplan.sim.scenario import Scenario
 from splitplan.slo import SLO_KEYS
 
-ENGINES = ("analytic", "des", "hybrid")
-DEFAULT_BAND = 0.15
+ENGINES = tuple(e.value for e in Engine)
+DEFAULT_ENGINE = Engine.HYBRID
 MAX_POINTS = 100_000
-
-_RANGE = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*$")
-
-
-def parse_range(text: str, what: str) -> tuple[int, int]:
-    """ "A:B" (inclusive, 1 ≤ A ≤ B) → (A, B); anything else is an InputError naming the option."""
-    m = _RANGE.match(str(text))
-    if not m:
-        raise InputError(f"--{what}-range must look like A:B with whole numbers, got {text!r}")
-    lo, hi = int(m.group(1)), int(m.group(2))
-    if lo < 1 or hi < lo:
-        raise InputError(f"--{what}-range needs 1 ≤ A ≤ B, got {text!r}")
-    return lo, hi
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,7 +68,7 @@ class HeatmapResult:
     """Per-point arrays (row-major: prompt count outer, token count inner) and the optima."""
 
     design: Design
-    engine: str
+    engine: Engine
     prompt_values: npt.NDArray[np.int64]
     token_values: npt.NDArray[np.int64]
     prompt_machines: npt.NDArray[np.int64]
@@ -80,6 +86,8 @@ class HeatmapResult:
     meta: dict[str, str]
     wall_s: float
     des_points: int
+    cost_optimal: HeatmapPoint | None = None  # what `search --objective cost` answers
+    power_optimal: HeatmapPoint | None = None  # what `search --objective power` answers
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -88,30 +96,6 @@ class HeatmapResult:
     def grid(self, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
         """A per-point array as a (prompt, token) matrix."""
         return np.asarray(values).reshape(self.shape)
-
-    def _best(self, key: npt.NDArray[np.float64], other: npt.NDArray[np.float64]) -> HeatmapPoint | None:
-        idx = np.flatnonzero(self.meets_slo)
-        if not len(idx):
-            return None
-        machines = self.prompt_machines + self.token_machines
-        order = np.lexsort((self.prompt_machines[idx], machines[idx], other[idx], key[idx]))
-        i = int(idx[order[0]])
-        return HeatmapPoint(
-            prompt_machines=int(self.prompt_machines[i]),
-            token_machines=int(self.token_machines[i]),
-            cost_usd_per_h=float(self.cost_usd_per_h[i]),
-            power_kw=float(self.power_kw[i]),
-        )
-
-    @property
-    def cost_optimal(self) -> HeatmapPoint | None:
-        """Cheapest point meeting every SLO (ties: lower power, fewer machines)."""
-        return self._best(self.cost_usd_per_h, self.power_kw)
-
-    @property
-    def power_optimal(self) -> HeatmapPoint | None:
-        """Lowest-power point meeting every SLO (ties: lower cost, fewer machines)."""
-        return self._best(self.power_kw, self.cost_usd_per_h)
 
     def frontier(self) -> dict[int, int | None]:
         """Per prompt count, the smallest token count meeting every SLO (None: none does)."""
@@ -160,6 +144,7 @@ class HeatmapResult:
         title = (
             f"{self.design.name} ({self.design.prompt.name} prompt, {self.design.token.name} token) — "
             f"{m['workload']} at {float(m['rate_rps']):.1f} req/s, {m['model']}, engine {self.engine}"
+            + (", unverified" if self.engine is Engine.ANALYTIC else "")
         )
         return plot_heatmap(
             path,
@@ -190,38 +175,47 @@ class HeatmapResult:
         }
 
 
-def _des_rows(design: Design, scenario: Scenario, points: list[tuple[int, int]]) -> list[tuple]:
-    from splitplan.sim.des import simulate_des
+def _point(res: DesignResult) -> HeatmapPoint | None:
+    if not res.meets_slo or res.prompt_machines is None or res.token_machines is None:
+        return None
+    return HeatmapPoint(
+        prompt_machines=int(res.prompt_machines),
+        token_machines=int(res.token_machines),
+        cost_usd_per_h=float(res.cost_usd_per_h or 0.0),
+        power_kw=float(res.power_kw or 0.0),
+    )
 
-    rows = []
-    for p, t in points:
-        r = simulate_des(ClusterConfig(design=design, prompt_machines=p, token_machines=t), scenario)
-        rows.append(
-            (
-                [r.slowdown[k] for k in SLO_KEYS],
-                r.meets_slo,
-                r.stable,
-                r.verdict.headroom,
-                r.utilization.get("prompt", math.nan),
-                r.utilization.get("token", math.nan),
+
+def _space(design: Design, prompt_range: tuple[int, int], token_range: tuple[int, int]) -> DesignSpace:
+    """The one-design search space whose `design()` is `design` itself."""
+    space = DesignSpace(
+        name=design.name,
+        baseline=False,
+        prompt=PoolSpace(gpus=(design.prompt.type.name,), power_cap=(design.prompt.power_cap,) * 2),
+        token=PoolSpace(gpus=(design.token.type.name,), power_cap=(design.token.power_cap,) * 2),
+        prompt_range=prompt_range,
+        token_range=token_range,
+    )
+    if space.design() != design:
+        raise InputError(f"design {design.name!r} is not the design of that name; give it another name")
+    return space
+
+
+def _des_decisions(outcomes: list[SearchOutcome]) -> dict[tuple[int, int], Decision]:
+    """Every DES verdict the searches used, by (prompt, token)."""
+    decided: dict[tuple[int, int], Decision] = {}
+    for outcome in outcomes:
+        for rec in outcome.points:
+            if rec["decided_by"] != "des":
+                continue
+            key = (int(rec["prompt_machines"]), int(rec["token_machines"]))  # type: ignore[call-overload]
+            decided[key] = Decision(
+                meets=bool(rec["meets_slo"]),
+                margin=float(rec["des_margin"]),  # type: ignore[arg-type]
+                binding=str(rec["binding_slo"]),
+                slowdown={k: float(rec[k]) for k in SLO_KEYS},  # type: ignore[arg-type]
             )
-        )
-    return rows
-
-
-def _run_des(design: Design, scenario: Scenario, points: list[tuple[int, int]], jobs: int) -> list[tuple]:
-    if jobs <= 1 or len(points) < 8:
-        return _des_rows(design, scenario, points)
-    from joblib import Parallel, delayed
-
-    n_chunks = min(len(points), 4 * jobs)
-    chunks = [points[i::n_chunks] for i in range(n_chunks)]
-    done = Parallel(n_jobs=jobs)(delayed(_des_rows)(design, scenario, c) for c in chunks)
-    out: list[tuple] = [()] * len(points)
-    for i in range(n_chunks):
-        for j, row in enumerate(done[i]):
-            out[i + j * n_chunks] = row
-    return out
+    return decided
 
 
 def heatmap(
@@ -229,61 +223,88 @@ def heatmap(
     scenario: Scenario,
     prompt_range: tuple[int, int] = (1, 39),
     token_range: tuple[int, int] = (1, 39),
-    engine: str = "analytic",
+    engine: Engine | str = DEFAULT_ENGINE,
     *,
     sample_size: int | None = None,
     band: float = DEFAULT_BAND,
     jobs: int = 1,
+    runner: Runner | None = None,
+    store: PointStore | None = None,
 ) -> HeatmapResult:
-    """Every (prompt, token) point of one Splitwise design: nine slowdowns, verdict, cost, power."""
+    """Every (prompt, token) point of one Splitwise design: nine slowdowns, verdict, cost, power.
+
+    `runner` and `store` are the search's (parallel workers; finished DES verdicts, shared with a
+    search or another heatmap on the same scenario); `jobs` makes a local runner when none is given.
+    """
     from splitplan.sim.analytic import evaluate_grid
 
-    if engine not in ENGINES:
-        raise InputError(f"unknown engine {engine!r} (expected {', '.join(ENGINES)})")
+    eng = parse_enum(Engine, engine, "engine")
     if design.is_baseline:
         raise InputError(f"{design.name} is a baseline (one pool): a heatmap needs a Splitwise design")
-    for what, (lo, hi) in (("prompt", prompt_range), ("token", token_range)):
+    for what, (lo, hi) in (("prompt_range", prompt_range), ("token_range", token_range)):
         if not (isinstance(lo, int | np.integer) and isinstance(hi, int | np.integer) and 1 <= lo <= hi):
-            raise InputError(f"--{what}-range needs whole numbers 1 ≤ A ≤ B, got {lo}:{hi}")
+            raise InputError(f"`{what}` needs whole numbers 1 ≤ A ≤ B, got {lo}:{hi}")
     if not (isinstance(jobs, int) and jobs >= 1):
-        raise InputError(f"--jobs must be an integer ≥ 1, got {jobs!r}")
+        raise InputError(f"`jobs` must be an integer ≥ 1, got {jobs!r}")
     if not (math.isfinite(band) and band >= 0):
-        raise InputError(f"band must be a number ≥ 0, got {band!r}")
-    pv = np.arange(prompt_range[0], prompt_range[1] + 1, dtype=np.int64)
-    tv = np.arange(token_range[0], token_range[1] + 1, dtype=np.int64)
+        raise InputError(f"`band` must be a number ≥ 0, got {band!r}")
+    pr = (int(prompt_range[0]), int(prompt_range[1]))
+    tr = (int(token_range[0]), int(token_range[1]))
+    grid = make_grid(pr, tr, baseline=False)
+    pv, tv = grid.p_values, grid.t_values
     if len(pv) * len(tv) > MAX_POINTS:
         raise InputError(f"the grid has {len(pv) * len(tv)} points; at most {MAX_POINTS} are allowed")
     t0 = time.perf_counter()
-    P, T = (a.ravel() for a in np.meshgrid(pv, tv, indexing="ij"))
+    P, T = grid.flat
     batch = evaluate_grid(design, P, T, scenario, sample_size=sample_size)
+    space = _space(design, pr, tr)
+    evaluator = SimEvaluator(scenario, sample_size=sample_size)
+    runner = runner or Runner(jobs=jobs)
+    own_store = store is None
+    store = PointStore() if store is None else store
+    outcomes = []
+    try:
+        for objective in (Objective.COST, Objective.POWER):
+            problem = SearchProblem(
+                spaces=(space,),
+                objective=objective,
+                rate_rps=float(scenario.workload.rate_rps),
+                engine=eng,
+                band=band,
+            )
+            outcomes.append(run_search(problem, evaluator, runner=runner, store=store))
+    finally:
+        if own_store:
+            store.close()
+
     slowdown = {k: batch.slowdown[k].copy() for k in SLO_KEYS}
     meets = batch.meets_slo.copy()
     stable = batch.stable.copy()
     margin = batch.margin.copy()
-    up = batch.utilization_prompt.copy()
-    ut = batch.utilization_token.copy()
-    decided = np.full(len(P), "analytic", dtype="<U8")
-    if engine == "des":
-        sel = np.arange(len(P))
-    elif engine == "hybrid":
-        sel = np.flatnonzero(np.abs(margin) <= band)
-    else:
-        sel = np.arange(0)
-    if len(sel):
-        rows = _run_des(design, scenario, [(int(P[i]), int(T[i])) for i in sel], jobs)
-        for i, (sd, ok, st, head, u_p, u_t) in zip(sel, rows, strict=True):
-            for j, k in enumerate(SLO_KEYS):
-                slowdown[k][i] = sd[j]
-            meets[i], stable[i] = ok, st
-            margin[i] = head if math.isfinite(head) else -1e9
-            up[i], ut[i] = u_p, u_t
-            decided[i] = "des"
+    decided_by = np.full(len(P), "analytic", dtype="<U9")
+    decided = _des_decisions(outcomes)
+    if eng is not Engine.ANALYTIC:
+        ok2, how2 = classify(grid, decided)
+        ok, how = ok2.ravel(), how2.ravel()
+        dom = how == 1
+        meets[dom] = ok[dom]
+        decided_by[dom] = "dominance"
+        for i, (p, t) in enumerate(zip(P.tolist(), T.tolist(), strict=True)):
+            d = decided.get((p, t))
+            if d is None:
+                continue
+            for k in SLO_KEYS:
+                slowdown[k][i] = d.slowdown[k]
+            meets[i] = d.meets
+            stable[i] = d.margin > -math.inf
+            margin[i] = d.margin
+            decided_by[i] = "des"
     wl = scenario.workload
     meta = {
         "design": design.name,
         "prompt_machine": design.prompt.name,
         "token_machine": design.token.name,
-        "engine": engine,
+        "engine": eng.value,
         "workload": wl.name,
         "workload_meta": ";".join(f"{k}={v}" for k, v in wl.meta.items()),
         "requests": str(wl.n),
@@ -293,11 +314,12 @@ def heatmap(
         "perf": scenario.perf if scenario.perf == "analytic" else Path(scenario.perf).name,
         "seed": str(scenario.seed),
         "sample_size": str(batch.sample_size),
+        "band": f"{band:g}",
         "slo_slowdown": ";".join(f"{k}={v:g}" for k, v in scenario.slo.slowdown.items()),
     }
     return HeatmapResult(
         design=design,
-        engine=engine,
+        engine=eng,
         prompt_values=pv,
         token_values=tv,
         prompt_machines=P,
@@ -306,13 +328,15 @@ def heatmap(
         meets_slo=meets,
         stable=stable,
         margin=margin,
-        utilization_prompt=up,
-        utilization_token=ut,
+        utilization_prompt=batch.utilization_prompt.copy(),
+        utilization_token=batch.utilization_token.copy(),
         cost_usd_per_h=batch.cost_usd_per_h,
         power_kw=batch.power_kw,
-        decided_by=decided,
+        decided_by=decided_by,
         slo_limits=dict(scenario.slo.slowdown),
         meta=meta,
         wall_s=time.perf_counter() - t0,
-        des_points=len(sel),
+        des_points=int(np.count_nonzero(decided_by == "des")),
+        cost_optimal=_point(outcomes[0].results[0]),
+        power_optimal=_point(outcomes[1].results[0]),
     )

@@ -24,58 +24,87 @@ from splitplan.search import (
     run_search,
     scenario_fingerprint,
 )
-from splitplan.search.parallel import ProgressSink
-from splitplan.search.problem import DEFAULT_BASELINE_MAX, DEFAULT_SPLIT_RANGE
+from splitplan.search.objective import Engine, Method, Objective, parse_enum
+from splitplan.search.parallel import BACKENDS, ProgressSink
+from splitplan.search.problem import DEFAULT_BAND, DEFAULT_BASELINE_MAX, DEFAULT_SPLIT_RANGE
+
+Cap = float | tuple[float, float]
 
 
-def parse_cap(text: str | float) -> tuple[float, float]:
-    """A power cap "0.7" (fixed) or an interval "0.5:1.0" (a search dimension)."""
-    s = str(text)
-    try:
-        if ":" in s:
-            lo, hi = (float(x) for x in s.split(":", 1))
-            return lo, hi
-        v = float(s)
-    except ValueError:
-        raise InputError(f"power cap must be a number or LO:HI, got {text!r}") from None
-    return v, v
+class _DefaultCap(tuple):
+    """The cap a request gets when none is given: (1.0, 1.0) for custom pools, while named designs
+    keep their own caps (splitwise-hhcap's token pool stays at 0.7). It equals (1.0, 1.0); only its
+    identity tells "not given" from an explicit 1.0, which a named design does take."""
+
+    __slots__ = ()
 
 
-def parse_range(text: str | None, what: str) -> tuple[int, int] | None:
-    if text is None:
+DEFAULT_CAP: tuple[float, float] = _DefaultCap((1.0, 1.0))
+
+
+def cap_given(value: object) -> bool:
+    return value is not None and value is not DEFAULT_CAP
+
+
+def _cap_interval(value: Cap | None, name: str) -> tuple[float, float]:
+    """A fixed cap 0.7 → (0.7, 0.7); an interval (0.5, 1.0) is a search dimension."""
+    if value is None or value is DEFAULT_CAP:
+        return DEFAULT_CAP
+    if isinstance(value, tuple) and len(value) == 2:
+        lo, hi = value
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        lo = hi = value
+    else:
+        raise InputError(f"`{name}` must be a number or a (lo, hi) pair, got {value!r}")
+    for v in (lo, hi):
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise InputError(f"`{name}` must be a number or a (lo, hi) pair, got {value!r}")
+    return float(lo), float(hi)
+
+
+def _count_range(value: tuple[int, int] | None, name: str) -> tuple[int, int] | None:
+    if value is None:
         return None
-    try:
-        lo, hi = (int(x) for x in str(text).split(":", 1)) if ":" in str(text) else (int(text),) * 2
-    except ValueError:
-        raise InputError(f"{what} range must be A:B with integers, got {text!r}") from None
-    return lo, hi
+    ok = isinstance(value, tuple) and len(value) == 2
+    if (
+        not ok
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        or not 1 <= value[0] <= value[1]
+    ):
+        raise InputError(f"`{name}` must be a pair of whole numbers 1 ≤ lo ≤ hi, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SearchRequest:
-    """The CLI's options, typed. Empty `designs` and no custom pools → the six paper designs."""
+    """What to search, typed: numbers, tuples and enums (the CLI parses its strings into these).
+
+    Empty `designs` and no custom pools → the six paper designs. Power caps are a number (fixed)
+    or a (lo, hi) interval (searched); count ranges are (lo, hi) machine counts, inclusive.
+    """
 
     designs: tuple[str, ...] = ()
     prompt_gpus: tuple[str, ...] = ()
     token_gpus: tuple[str, ...] = ()
-    prompt_power_cap: str | None = None  # None: named designs keep theirs, custom pools run at 1.0
-    token_power_cap: str | None = None
-    prompt_range: str | None = None
-    token_range: str | None = None
+    # not given (DEFAULT_CAP or None): named designs keep their caps, custom pools run at 1.0
+    prompt_power_cap: Cap | None = DEFAULT_CAP
+    token_power_cap: Cap | None = DEFAULT_CAP
+    prompt_range: tuple[int, int] | None = None
+    token_range: tuple[int, int] | None = None
     max_machines: int | None = None
     workload: WorkloadRequest = field(default_factory=WorkloadRequest)
     model: str = "llama2-70b"
     perf: str | None = None
     config: str | Path | None = None
     slo: str | Path | None = None
-    objective: str = "cost"
+    objective: Objective = Objective.COST
     power_budget_kw: float | None = None
     cost_budget_usd_per_h: float | None = None
     budget: str | None = None
-    engine: str = "hybrid"
-    method: str = "auto"
+    engine: Engine = Engine.HYBRID
+    method: Method = Method.AUTO
     trials: int = 200
-    band: float = 0.3
+    band: float = DEFAULT_BAND
     rate_tol: float = 0.02
     seed: int = 0
     jobs: int = 1
@@ -83,11 +112,28 @@ class SearchRequest:
     scheduler: str | None = None
     storage: str | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "objective", parse_enum(Objective, self.objective, "objective"))
+        object.__setattr__(self, "engine", parse_enum(Engine, self.engine, "engine"))
+        object.__setattr__(self, "method", parse_enum(Method, self.method, "method"))
+        object.__setattr__(self, "prompt_power_cap", _cap_interval(self.prompt_power_cap, "prompt_power_cap"))
+        object.__setattr__(self, "token_power_cap", _cap_interval(self.token_power_cap, "token_power_cap"))
+        object.__setattr__(self, "prompt_range", _count_range(self.prompt_range, "prompt_range"))
+        object.__setattr__(self, "token_range", _count_range(self.token_range, "token_range"))
+        mm = self.max_machines
+        if mm is not None and (isinstance(mm, bool) or not isinstance(mm, int) or mm < 1):
+            raise InputError(f"`max_machines` must be a whole number ≥ 1, got {mm!r}")
+        if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs == 0 or self.jobs < -1:
+            raise InputError(f"`jobs` must be a positive integer (or -1 for all cores), got {self.jobs!r}")
+        if self.backend not in BACKENDS:
+            raise InputError(f"`backend` must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
+        if self.backend == "dask" and not self.scheduler:
+            raise InputError("`backend` dask needs `scheduler` (an address such as tcp://host:8786)")
+
 
 def build_spaces(req: SearchRequest) -> tuple[DesignSpace, ...]:
     check_search_request(req)
-    pr = parse_range(req.prompt_range, "prompt")
-    tr = parse_range(req.token_range, "token")
+    pr, tr = req.prompt_range, req.token_range
     spaces: list[DesignSpace] = []
     custom = bool(req.prompt_gpus or req.token_gpus)
     names = list(req.designs) or ([] if custom else list(PAPER_DESIGNS))
@@ -99,14 +145,15 @@ def build_spaces(req: SearchRequest) -> tuple[DesignSpace, ...]:
         )
     if custom:
         if not req.prompt_gpus:
-            raise InputError("a custom design needs --prompt-gpu (and optionally --token-gpu)")
+            raise InputError("a custom design needs `prompt_gpus` (and optionally `token_gpus`)")
         baseline = any(n.lower().startswith("baseline") for n in req.designs) and not req.token_gpus
         cap = req.max_machines
         hi = cap if cap is not None else (DEFAULT_BASELINE_MAX if baseline else DEFAULT_SPLIT_RANGE[1])
         default = (1, hi)
-        prompt = PoolSpace(gpus=tuple(req.prompt_gpus), power_cap=parse_cap(req.prompt_power_cap or "1.0"))
+        prompt = PoolSpace(gpus=tuple(req.prompt_gpus), power_cap=tuple(req.prompt_power_cap))  # type: ignore[arg-type]
         token = PoolSpace(
-            gpus=tuple(req.token_gpus or req.prompt_gpus), power_cap=parse_cap(req.token_power_cap or "1.0")
+            gpus=tuple(req.token_gpus or req.prompt_gpus),
+            power_cap=tuple(req.token_power_cap),  # type: ignore[arg-type]
         )
         label = "custom-" + "+".join(prompt.gpus) + ("" if baseline else "/" + "+".join(token.gpus))
         spaces = [s for s in spaces if not s.name.startswith("baseline") or not baseline]
@@ -132,27 +179,28 @@ def build_problem(req: SearchRequest, rate_rps: float) -> SearchProblem:
         power = power if p2 is None else p2
         cost = cost if c2 is None else c2
     spaces = build_spaces(req)
-    if req.objective == "throughput" and power is None and cost is None:
+    objective = req.objective
+    if objective is Objective.THROUGHPUT and power is None and cost is None:
         raise InputError(
-            "the throughput objective needs a budget: --power-budget-kw, "
-            "--cost-budget-usd-per-h or --budget iso-power|iso-cost"
+            "the throughput objective needs a budget: `power_budget_kw`, "
+            "`cost_budget_usd_per_h` or `budget` (iso-power or iso-cost)"
         )
-    if req.objective == "throughput" and req.max_machines is None and req.prompt_range is None:
+    if objective is Objective.THROUGHPUT and req.max_machines is None and req.prompt_range is None:
         # under a budget the count ranges follow from it (iso-power AA reaches 70 machines)
         spaces = tuple(_budget_ranges(s, power, cost) for s in spaces)
     sizes = [space_size(s) for s in spaces]
     trials = int(min(req.trials, max(sizes))) if sizes and math.isfinite(max(sizes)) else req.trials
     return SearchProblem(
         spaces=spaces,
-        objective=req.objective,
+        objective=objective,
         rate_rps=rate_rps,  # type: ignore[arg-type]
         power_budget_kw=power,
         cost_budget_usd_per_h=cost,
-        engine=req.engine,  # type: ignore[arg-type]
+        engine=req.engine,
         method=req.method,
         trials=trials,  # beyond a finite space's size, trials would only repeat points
         seed=req.seed,
-        band=req.band,  # type: ignore[arg-type]
+        band=req.band,
         rate_tol=req.rate_tol,
     )
 

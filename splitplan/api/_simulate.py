@@ -11,6 +11,8 @@ import numpy as np
 from splitplan.catalog import get_model
 from splitplan.design import ClusterConfig, Design, custom_design, get_design
 from splitplan.errors import InputError
+from splitplan.perf import resolve_perf
+from splitplan.perf.stacks import DEFAULT_STACK
 from splitplan.sim import Scenario, SimResult
 from splitplan.sim import simulate as _simulate
 from splitplan.sim.config import config_perf, load_config
@@ -45,9 +47,8 @@ def build_scenario(
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise InputError(f"--seed must be a whole number ≥ 0, got {seed!r}")
     sim = load_config(config)
-    perf_source = perf or config_perf(config) or "analytic"
-    if perf_source != "analytic" and not Path(perf_source).is_file():
-        raise InputError(f"performance profile {perf_source} does not exist")
+    perf_source = perf or config_perf(config) or DEFAULT_STACK
+    resolve_perf(perf_source)  # a clear error now for an unknown name or a missing file
     if wr.trace is not None:
         wl = read_trace(wr.trace)
     else:

@@ -12,9 +12,8 @@ given or is refused with one line naming it.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from splitplan.errors import InputError
 
@@ -23,38 +22,27 @@ if TYPE_CHECKING:
     from splitplan.search import DesignSpace
 
 MAX_GRID_POINTS = 1_000_000  # per design: far beyond any useful search, bounded memory and time
-_RANGE = re.compile(r"^\s*(\d+)\s*(?::\s*(\d+)\s*)?$")
-
-
-def strict_range(text: str | None, option: str) -> tuple[int, int] | None:
-    """ "A:B" or "N" with whole numbers 1 ≤ A ≤ B; the message quotes what the user typed."""
-    if text is None:
-        return None
-    m = _RANGE.match(str(text))
-    if not m:
-        raise InputError(f"{option} must look like A:B (or N) with whole numbers, got {text!r}")
-    lo = int(m.group(1))
-    hi = int(m.group(2)) if m.group(2) is not None else lo
-    if lo < 1 or hi < lo:
-        raise InputError(f"{option} needs 1 ≤ A ≤ B, got {text!r}")
-    return lo, hi
 
 
 def check_search_request(req: SearchRequest) -> None:
-    """Refuse conflicting, out-of-range or meaningless options of a search (see the module doc)."""
+    """Refuse conflicting, out-of-range or meaningless options of a search (see the module doc).
+
+    The request is typed (its own `__post_init__` checked the types); messages name parameters in
+    backticks, which the CLI rewrites as its flags.
+    """
     from splitplan.design import get_design
 
-    for option, v in (
-        ("--power-budget-kw", req.power_budget_kw),
-        ("--cost-budget-usd-per-h", req.cost_budget_usd_per_h),
+    for name, v in (
+        ("power_budget_kw", req.power_budget_kw),
+        ("cost_budget_usd_per_h", req.cost_budget_usd_per_h),
     ):
-        if v is not None and (isinstance(v, bool) or not (math.isfinite(v) and v > 0)):
-            raise InputError(f"{option} must be a positive finite number, got {v!r}")
+        if v is not None and (
+            isinstance(v, bool) or not isinstance(v, int | float) or not (math.isfinite(v) and v > 0)
+        ):
+            raise InputError(f"`{name}` must be a positive finite number, got {v!r}")
     if not (isinstance(req.trials, int) and not isinstance(req.trials, bool) and req.trials >= 1):
-        raise InputError(f"--trials must be a whole number ≥ 1, got {req.trials!r}")
+        raise InputError(f"`trials` must be a whole number ≥ 1, got {req.trials!r}")
     mm = req.max_machines
-    if mm is not None and (isinstance(mm, bool) or not isinstance(mm, int) or mm < 1):
-        raise InputError(f"--max-machines must be a whole number ≥ 1, got {mm!r}")
     custom = bool(req.prompt_gpus or req.token_gpus)
     named = [n.lower() for n in req.designs if not n.lower().startswith("custom")]
     if not req.designs and not custom:
@@ -66,34 +54,38 @@ def check_search_request(req: SearchRequest) -> None:
         custom and any(n.lower().startswith("baseline") for n in req.designs) and not req.token_gpus
     )
     has_split = (custom and not custom_baseline) or not all(kinds)
-    for option, text in (("--prompt-range", req.prompt_range), ("--token-range", req.token_range)):
-        r = strict_range(text, option)
+    for name, r in (("prompt_range", req.prompt_range), ("token_range", req.token_range)):
         if r is None:
             continue
+        text = f"{r[0]}:{r[1]}"
         if mm is not None and r[1] > mm:
-            raise InputError(f"{option} {text} goes beyond --max-machines {mm}; give one or the other")
+            raise InputError(f"`{name}` {text} goes beyond `max_machines` {mm}; give one or the other")
         points = r[1] - r[0] + 1
         if points > MAX_GRID_POINTS:
-            raise InputError(f"{option} {text} spans {points:,} counts; at most {MAX_GRID_POINTS:,} per pool")
+            raise InputError(f"`{name}` {text} spans {points:,} counts; at most {MAX_GRID_POINTS:,} per pool")
     if req.token_range is not None and not has_split:
         raise InputError(
-            "--token-range needs a design with a token pool; baselines have one pool (--prompt-range)"
+            "`token_range` needs a design with a token pool; baselines have one pool (`prompt_range`)"
         )
-    if not custom and req.token_power_cap is not None and not has_split:
-        raise InputError("--token-power-cap needs a design with a token pool; baselines have one pool")
+    from splitplan.api._search import cap_given
+
+    if not custom and cap_given(req.token_power_cap) and not has_split:
+        raise InputError("`token_power_cap` needs a design with a token pool; baselines have one pool")
 
 
 def apply_named_caps(spaces: tuple[DesignSpace, ...], req: SearchRequest) -> tuple[DesignSpace, ...]:
     """Named designs with the request's power caps (only when no custom pools take the caps)."""
-    from splitplan.api._search import parse_cap
     from splitplan.search import PoolSpace
 
     if req.prompt_gpus or req.token_gpus:
         return spaces
-    if req.prompt_power_cap is None and req.token_power_cap is None:
+    from splitplan.api._search import cap_given
+
+    # (lo, hi) intervals after the request's own checks
+    pc = cast("tuple[float, float]", req.prompt_power_cap) if cap_given(req.prompt_power_cap) else None
+    tc = cast("tuple[float, float]", req.token_power_cap) if cap_given(req.token_power_cap) else None
+    if pc is None and tc is None:
         return spaces
-    pc = None if req.prompt_power_cap is None else parse_cap(req.prompt_power_cap)
-    tc = None if req.token_power_cap is None else parse_cap(req.token_power_cap)
     out = []
     for s in spaces:
         prompt, token, parts = s.prompt, s.token, []
@@ -139,7 +131,7 @@ def check_spaces(spaces: tuple[DesignSpace, ...]) -> None:
         if n > MAX_GRID_POINTS:
             raise InputError(
                 f"{s.name}: {n:,} (prompt, token) configurations; at most {MAX_GRID_POINTS:,} per design "
-                "(narrow --prompt-range/--token-range)"
+                "(narrow `prompt_range`/`token_range`)"
             )
 
 

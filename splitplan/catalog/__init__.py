@@ -1,4 +1,4 @@
-"""Layer 0 — the catalog: GPUs, machine types, models (pure data, validated, frozen)."""
+"""Layer 1 — the catalog: GPUs, machine types, models (pure data, validated, frozen)."""
 
 from splitplan.catalog.hardware import (
     GpuSpec,

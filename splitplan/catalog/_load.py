@@ -24,3 +24,16 @@ def load_table(kind: str) -> dict[str, dict[str, Any]]:
     if doc.get("schema_version") != SCHEMA_VERSION:
         raise CatalogError(f"{path}: schema_version must be {SCHEMA_VERSION}")
     return dict(doc.get(kind, {}))
+
+
+CATALOG_ENV = "SPLITPLAN_CATALOG"
+
+
+def user_catalog_dirs() -> tuple[Path, ...]:
+    """User catalog folders, in override order (later wins): `$SPLITPLAN_CATALOG`, a list joined
+    with the OS path separator. Each may hold gpus.toml, machines.toml, models.toml and a `perf/`
+    folder of performance-model stacks, in the shipped schema."""
+    import os
+
+    value = os.environ.get(CATALOG_ENV, "")
+    return tuple(Path(p) for p in value.split(os.pathsep) if p.strip())

@@ -1,4 +1,4 @@
-"""Layer 0: GPUs and machine types (what exists), validated, frozen, in SI units."""
+"""Layer 1: GPUs and machine types (what exists), validated, frozen, in SI units."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from splitplan.catalog._load import load_table
+from splitplan.catalog.precision import Precision, parse_precision
 from splitplan.errors import CatalogError, InputError
 
 
@@ -17,35 +18,81 @@ class GpuSpec:
     hbm_bytes_per_s: float
     fp16_flops: float
     tdp_w: float
+    # Dense (non-sparse) fp8 tensor throughput; None: the GPU has no fp8 tensor cores (A100).
+    fp8_flops: float | None = None
     source: str = ""
 
     def __post_init__(self) -> None:
         for attr in ("memory_bytes", "hbm_bytes_per_s", "fp16_flops", "tdp_w"):
             value = getattr(self, attr)
-            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+            if not _positive(value):
                 raise CatalogError(f"GPU {self.name!r}: {attr} must be a positive number, got {value!r}")
+        if self.fp8_flops is not None and not _positive(self.fp8_flops):
+            raise CatalogError(f"GPU {self.name!r}: fp8_flops must be a positive number or absent")
+
+    @property
+    def supports_fp8(self) -> bool:
+        return self.fp8_flops is not None
+
+    def dense_flops(self, precision: Precision) -> float:
+        """Dense tensor peak at the precision the matrix units run at (int4 weights → 16-bit)."""
+        compute = Precision(precision).compute
+        if compute is Precision.FP8:
+            if self.fp8_flops is None:
+                raise InputError(f"GPU {self.name} has no fp8 support: use fp16 or bf16 (or int4 weights)")
+            return float(self.fp8_flops)
+        return float(self.fp16_flops)
+
+
+def _positive(value: object) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value) and value > 0
+
+
+# Intra-node GPU-to-GPU link when a node type does not give one: NVLink-class, per GPU and direction.
+DEFAULT_INTRA_NODE_BYTES_PER_S = 300e9
+DEFAULT_INTRA_NODE_LATENCY_S = 10e-6
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MachineType:
-    """An n-GPU server running one model instance with tensor parallelism = gpus."""
+    """A node type: `gpus` GPUs of one kind, priced and provisioned as a whole.
+
+    A node hosts one or more model instances (see `Machine`); the paper's machines are nodes running
+    one tensor-parallel-8 instance each.
+    """
 
     name: str
     gpu: GpuSpec
     gpus: int
     cost_usd_per_h: float
     interconnect_bytes_per_s: float
+    # GPU-to-GPU link inside the node (NVLink, Infinity Fabric, PCIe), per GPU and per direction:
+    # the tensor-parallel all-reduces of an instance run over it.
+    intra_node_bytes_per_s: float = DEFAULT_INTRA_NODE_BYTES_PER_S
+    intra_node_latency_s: float = DEFAULT_INTRA_NODE_LATENCY_S
     source: str = ""
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.gpus, int) and self.gpus > 0):
+        if not (isinstance(self.gpus, int) and not isinstance(self.gpus, bool) and self.gpus > 0):
             raise CatalogError(f"machine {self.name!r}: gpus must be a positive integer")
-        if not self.cost_usd_per_h > 0 or not self.interconnect_bytes_per_s > 0:
-            raise CatalogError(f"machine {self.name!r}: cost and interconnect must be positive")
+        for attr in ("cost_usd_per_h", "interconnect_bytes_per_s", "intra_node_bytes_per_s"):
+            if not _positive(getattr(self, attr)):
+                raise CatalogError(f"machine {self.name!r}: {attr} must be a positive number")
+        lat = self.intra_node_latency_s
+        if not (isinstance(lat, int | float) and math.isfinite(lat) and lat >= 0):
+            raise CatalogError(f"machine {self.name!r}: intra_node_latency_s must be a number ≥ 0")
 
     @property
     def tensor_parallel(self) -> int:
+        """The largest instance a node can host (all its GPUs)."""
         return self.gpus
+
+    @property
+    def tp_choices(self) -> tuple[int, ...]:
+        """Tensor-parallel sizes that tile the node exactly."""
+        return tuple(t for t in range(1, self.gpus + 1) if self.gpus % t == 0)
 
     @property
     def memory_bytes(self) -> float:
@@ -66,34 +113,98 @@ def validate_power_cap(power_cap: float, what: str = "power cap") -> float:
     return cap
 
 
+def validate_tp(tp: object, node: MachineType) -> int:
+    """A tensor-parallel size that tiles `node` exactly (never rounded)."""
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise InputError(f"tensor parallelism must be an integer ≥ 1, got {tp!r}")
+    if tp > node.gpus or node.gpus % tp:
+        choices = ", ".join(str(t) for t in node.tp_choices)
+        raise InputError(
+            f"tensor parallelism {tp} does not divide the {node.gpus} GPUs of {node.name} "
+            f"(use one of {choices})"
+        )
+    return tp
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Machine:
-    """A machine type in a pool, with the fraction of rated power it is provisioned for."""
+    """One model instance, the unit of a pool: `tp` GPUs of a node type at given precisions.
+
+    Cost and power are the instance's share of its node (GPUs used ÷ GPUs per node × node $/h, and
+    GPUs × TDP × power cap), so pools of instances of any size compare on one scale; memory is the
+    instance's GPUs' HBM. `tp = None` takes the whole node, which with fp16 weights and KV is the
+    paper's machine (SPLITWISE.md §2) and gives exactly its numbers.
+    """
 
     type: MachineType
     power_cap: float = 1.0
+    tp: int | None = None
+    weight_precision: Precision = Precision.FP16
+    kv_precision: Precision = Precision.FP16
     label: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "power_cap", validate_power_cap(self.power_cap))
+        tp = self.type.gpus if self.tp is None else validate_tp(self.tp, self.type)
+        object.__setattr__(self, "tp", tp)
+        w = parse_precision(self.weight_precision, "weight precision")
+        kv = parse_precision(self.kv_precision, "KV-cache precision", kv=True)
+        object.__setattr__(self, "weight_precision", w)
+        object.__setattr__(self, "kv_precision", kv)
+        for p, what in ((w, "weights"), (kv, "KV cache")):
+            if p.compute is Precision.FP8 and not self.type.gpu.supports_fp8:
+                raise InputError(
+                    f"{self.type.gpu.name} has no fp8 support ({what} at fp8 on {self.type.name}): "
+                    "use fp16 or bf16"
+                )
+
+    @property
+    def tensor_parallel(self) -> int:
+        assert self.tp is not None  # set in __post_init__
+        return self.tp
+
+    @property
+    def gpu(self) -> GpuSpec:
+        return self.type.gpu
+
+    @property
+    def is_whole_node(self) -> bool:
+        return self.tensor_parallel == self.type.gpus
+
+    @property
+    def node_share(self) -> float:
+        """Fraction of a node this instance occupies."""
+        return self.tensor_parallel / self.type.gpus
 
     @property
     def name(self) -> str:
+        if self.label:
+            return self.label
+        parts = [self.type.name]
+        if not self.is_whole_node:
+            parts.append(f"tp{self.tensor_parallel}")
+        if self.weight_precision is not Precision.FP16 or self.kv_precision is not Precision.FP16:
+            kv = "" if self.kv_precision == self.weight_precision else f"+kv{self.kv_precision.value}"
+            parts.append(f"{self.weight_precision.value}{kv}")
         cap = "" if self.power_cap == 1.0 else f"@{self.power_cap:g}"
-        return self.label or f"{self.type.name}{cap}"
+        return "/".join(parts) + cap
 
     @property
     def power_kw(self) -> float:
         """Provisioned power: GPUs × TDP × cap (the paper's convention, SPLITWISE.md §2)."""
-        return self.type.rated_power_kw * self.power_cap
+        return self.type.gpu.tdp_w * self.tensor_parallel / 1000.0 * self.power_cap
 
     @property
     def cost_usd_per_h(self) -> float:
-        return self.type.cost_usd_per_h
+        return self.type.cost_usd_per_h * self.node_share
 
     @property
     def memory_bytes(self) -> float:
-        return self.type.memory_bytes
+        return self.type.gpu.memory_bytes * self.tensor_parallel
+
+    def nodes_for(self, instances: int) -> int:
+        """Whole nodes needed to host `instances` instances (instances of one pool pack nodes)."""
+        return -(-int(instances) * self.tensor_parallel // self.type.gpus)
 
 
 @cache

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 
 import typer
@@ -10,10 +9,10 @@ import typer
 try:  # typer ≥ 0.20 vendors click
     from typer._click import exceptions as click_exceptions
 except ImportError:  # pragma: no cover
-    from click import exceptions as click_exceptions
+    from click import exceptions as click_exceptions  # type: ignore[no-redef]
 
 from splitplan._version import __version__
-from splitplan.errors import InfeasibleError, SplitplanError
+from splitplan.errors import SplitplanError
 
 app = typer.Typer(
     name="splitplan",
@@ -80,27 +79,22 @@ def _interrupted_by(exc: BaseException) -> bool:
     return False
 
 
-def _sigterm_as_interrupt() -> None:
-    """SIGTERM (a scheduler stopping the job) takes the same path as Ctrl-C: finished work is kept."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    with contextlib.suppress(ValueError, OSError):  # not the main thread of the main interpreter
-        signal.signal(signal.SIGTERM, handler)
-
-
 INTERRUPTED = 130
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console entry point: one line on stderr and exit 2 for bad input, never a traceback."""
-    _sigterm_as_interrupt()
+    """Console entry point: one line on stderr and exit 2 for bad input, never a traceback.
+
+    SIGTERM (a scheduler stopping the job) takes the same path as Ctrl-C: finished work is kept
+    and the exit status is 130.
+    """
+    from splitplan.sim.des import sigterm_raises_keyboard_interrupt
+
+    with sigterm_raises_keyboard_interrupt():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         rv = app(args=argv, standalone_mode=False)
         if isinstance(rv, int):  # a command's own exit code (e.g. 130 after Ctrl-C kept partial work)
@@ -119,9 +113,6 @@ def main(argv: list[str] | None = None) -> int:
     except click_exceptions.ClickException as exc:
         print(f"splitplan: error: {exc.format_message()}", file=sys.stderr)
         return exc.exit_code
-    except InfeasibleError as exc:
-        print(f"splitplan: {exc}", file=sys.stderr)
-        return 0
     except SplitplanError as exc:
         print(f"splitplan: error: {_one_line(exc)}", file=sys.stderr)
         return 2

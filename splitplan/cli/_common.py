@@ -71,7 +71,10 @@ def console():  # -> rich.console.Console, imported lazily to keep --help fast
 
 # Options shared by the commands that build a scenario (one definition, one help text).
 ModelOpt = Annotated[str, typer.Option(help="Model name.")]
-PerfOpt = Annotated[str | None, typer.Option(help="'analytic' or a profile CSV.")]
+PerfOpt = Annotated[
+    str | None,
+    typer.Option(help="Performance model: analytic, a stack name (splitplan perf), a stack file or a CSV."),
+]
 ConfigOpt = Annotated[Path | None, typer.Option(help="Simulator assumptions (TOML).")]
 SloOpt = Annotated[Path | None, typer.Option(help="SLO limits (TOML).")]
 WorkloadOpt = Annotated[str, typer.Option(help="coding, conversation, or a trace CSV to resample.")]

@@ -51,16 +51,16 @@ def catalog_command(
     t = Table(title="Models")
     for col in ("name", "layers", "hidden", "heads/kv", "params B", "weights GB", "KV KiB/token"):
         t.add_column(col)
-    for m in listing.models:
-        active = f" ({m.active_params / 1e9:.1f} active)" if m.is_sparse else ""
+    for spec in listing.models:
+        active = f" ({spec.active_params / 1e9:.1f} active)" if spec.is_sparse else ""
         t.add_row(
-            m.name,
-            str(m.layers),
-            str(m.hidden),
-            f"{m.heads}/{m.kv_heads}",
-            f"{m.params / 1e9:.1f}{active}",
-            f"{m.weight_bytes / 1e9:.0f}",
-            f"{m.kv_bytes_per_token / 1024:.0f}",
+            spec.name,
+            str(spec.layers),
+            str(spec.hidden),
+            f"{spec.heads}/{spec.kv_heads}",
+            f"{spec.params / 1e9:.1f}{active}",
+            f"{spec.weight_bytes / 1e9:.0f}",
+            f"{spec.kv_bytes_per_token / 1024:.0f}",
         )
     con.print(t)
     t = Table(title="Designs")

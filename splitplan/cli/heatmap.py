@@ -43,9 +43,13 @@ def heatmap_command(
     perf: PerfOpt = None,
     config: ConfigOpt = None,
     slo: SloOpt = None,
-    engine: Annotated[str, typer.Option(help="analytic, des, or hybrid (DES near the limit).")] = "analytic",
+    engine: Annotated[
+        str,
+        typer.Option(help="hybrid (the search's answer), des (every point), or analytic (fast, unverified)."),
+    ] = "hybrid",
     sample_size: Annotated[int | None, typer.Option(help="Requests sampled by the analytic engine.")] = None,
     jobs: Annotated[int, typer.Option(help="Parallel DES processes.")] = 1,
+    band: Annotated[float, typer.Option(help="Hybrid: analytic-margin band re-checked with the DES.")] = 0.3,
     seed: SeedOpt = 0,
     out: Annotated[Path | None, typer.Option("--out", help="Write one row per point (parquet).")] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write the 3×3 slowdown figure (PNG).")] = None,
@@ -54,14 +58,15 @@ def heatmap_command(
 ) -> None:
     """Evaluate every (prompt, token) configuration of one design: slowdowns, SLO verdict, optima."""
     from splitplan import api
-    from splitplan.api._heatmap import MAX_POINTS, parse_range
+    from splitplan.api._heatmap import MAX_POINTS
     from splitplan.api._memory import check_memory, estimate_bytes, expected_requests, parse_memory
     from splitplan.api._simulate import WorkloadRequest, resolve_design
     from splitplan.cli._common import check_outputs, given, print_json, refuse_with_trace
+    from splitplan.cli._parse import library_errors_as_flags, parse_range
     from splitplan.errors import InputError
 
-    pr = parse_range(prompt_range, "prompt")
-    tr = parse_range(token_range, "token")
+    pr = parse_range(prompt_range, "--prompt-range")
+    tr = parse_range(token_range, "--token-range")
     points = (pr[1] - pr[0] + 1) * (tr[1] - tr[0] + 1)
     if points > MAX_POINTS:
         raise InputError(f"the grid has {points:,} points; at most {MAX_POINTS:,} are allowed")
@@ -70,6 +75,8 @@ def heatmap_command(
         raise InputError("--sample-size applies to the analytic and hybrid engines, not --engine des")
     if given(ctx, "jobs") and engine == "analytic":
         raise InputError("--jobs runs DES points in parallel; the analytic engine runs none")
+    if given(ctx, "band") and engine != "hybrid":
+        raise InputError("--band applies to the hybrid engine only")
     refuse_with_trace(ctx, trace)
     budget = parse_memory(max_memory)
     d = resolve_design(
@@ -103,7 +110,8 @@ def heatmap_command(
             f"a heatmap over {scenario.workload.n:,} requests",
             "replay a shorter trace",
         )
-    result = api.heatmap(d, scenario, pr, tr, engine, sample_size=sample_size, jobs=jobs)
+    with library_errors_as_flags():
+        result = api.heatmap(d, scenario, pr, tr, engine, sample_size=sample_size, jobs=jobs, band=band)
     if out is not None:
         result.write_parquet(out)
     if plot is not None:
@@ -119,6 +127,7 @@ def heatmap_command(
 
 def _render(result, out: Path | None, plot: Path | None) -> None:
     from splitplan.cli._common import console
+    from splitplan.search import Engine
 
     con = console()
     n = len(result.prompt_machines)
@@ -128,6 +137,7 @@ def _render(result, out: Path | None, plot: Path | None) -> None:
         f"({result.prompt_values[0]}–{result.prompt_values[-1]} prompt × "
         f"{result.token_values[0]}–{result.token_values[-1]} token), engine {result.engine}"
         + (f" ({result.des_points} decided by the DES)" if result.des_points else "")
+        + (" — analytic, unverified" if result.engine is Engine.ANALYTIC else "")
         + f", {result.wall_s:.2f} s"
     )
     if feasible == 0:

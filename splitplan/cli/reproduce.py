@@ -26,10 +26,10 @@ def reproduce_command(
     """Re-derive the Splitwise paper's evaluation and print it beside the paper's figures."""
     import sys
 
-    from splitplan.api._reproduce import ReproduceRequest, reproduce
+    from splitplan import api
     from splitplan.cli._common import print_json
 
-    req = ReproduceRequest(
+    req = api.ReproduceRequest(
         out_dir=out,
         quick=quick,
         models=tuple(model or ("bloom-176b", "llama2-70b")),
@@ -38,7 +38,7 @@ def reproduce_command(
         seed=seed,
         jobs=jobs,
     )
-    report = reproduce(req, progress=lambda msg: print(f"… {msg}", file=sys.stderr))
+    report = api.reproduce(req, progress=lambda msg: print(f"… {msg}", file=sys.stderr))
     if json_out:
         print_json(report.to_json())
         return

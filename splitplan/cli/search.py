@@ -93,7 +93,9 @@ def search_command(
     trials: Annotated[int, typer.Option(help="Optuna trials per design.")] = 200,
     band: Annotated[float, typer.Option(help="Hybrid: analytic-margin band re-checked with the DES.")] = 0.3,
     slo: Annotated[Path | None, typer.Option(help="SLO limits (TOML).")] = None,
-    perf: Annotated[str | None, typer.Option(help="'analytic' or a profile CSV.")] = None,
+    perf: Annotated[
+        str | None, typer.Option(help="analytic, a stack name (splitplan perf), a stack file or a CSV.")
+    ] = None,
     config: Annotated[Path | None, typer.Option(help="Simulator assumptions (TOML).")] = None,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     jobs: Annotated[int, typer.Option(help="Parallel worker processes.")] = 1,
@@ -123,10 +125,12 @@ def search_command(
     from splitplan.api._simulate import WorkloadRequest
     from splitplan.api._validate import grid_points
     from splitplan.cli._common import check_outputs, console, given, print_json
+    from splitplan.cli._parse import library_errors_as_flags, parse_cap, parse_range
     from splitplan.errors import InputError
     from splitplan.report.render import search_summary, search_table
     from splitplan.report.tables import points_table, write_parquet_atomic
-    from splitplan.search import SearchInterrupted
+    from splitplan.search import Engine, Method, Objective, SearchInterrupted
+    from splitplan.search.objective import parse_enum
 
     check_outputs(("--out", out, (".parquet",)))
     if out is not None:
@@ -146,35 +150,44 @@ def search_command(
             "--budget names a budget; it cannot be combined with --power-budget-kw/--cost-budget-usd-per-h"
         )
     mem_budget = parse_memory(max_memory)
-    req = api.SearchRequest(
-        designs=tuple(design or ()),
-        prompt_gpus=tuple(prompt_gpu or ()),
-        token_gpus=tuple(token_gpu or ()),
-        prompt_power_cap=prompt_power_cap if given(ctx, "prompt_power_cap") else None,
-        token_power_cap=token_power_cap if given(ctx, "token_power_cap") else None,
-        prompt_range=prompt_range,
-        token_range=token_range,
-        max_machines=max_machines,
-        workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration),
-        model=model,
-        perf=perf,
-        config=config,
-        slo=slo,
-        objective=objective,
-        power_budget_kw=power_budget_kw,
-        cost_budget_usd_per_h=cost_budget_usd_per_h,
-        budget=budget,
-        engine=engine,
-        method=method,
-        trials=trials,
-        band=band,
-        seed=seed,
-        jobs=jobs,
-        backend=backend,
-        scheduler=scheduler,
-        storage=storage,
-    )
-    spaces = build_spaces(req)  # validates every option before any work
+    with library_errors_as_flags():
+        req = api.SearchRequest(
+            designs=tuple(design or ()),
+            prompt_gpus=tuple(prompt_gpu or ()),
+            token_gpus=tuple(token_gpu or ()),
+            prompt_power_cap=parse_cap(prompt_power_cap, "--prompt-power-cap")
+            if given(ctx, "prompt_power_cap")
+            else None,
+            token_power_cap=parse_cap(token_power_cap, "--token-power-cap")
+            if given(ctx, "token_power_cap")
+            else None,
+            prompt_range=None
+            if prompt_range is None
+            else parse_range(prompt_range, "--prompt-range", single=True),
+            token_range=None
+            if token_range is None
+            else parse_range(token_range, "--token-range", single=True),
+            max_machines=max_machines,
+            workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration),
+            model=model,
+            perf=perf,
+            config=config,
+            slo=slo,
+            objective=parse_enum(Objective, objective, "--objective"),
+            power_budget_kw=power_budget_kw,
+            cost_budget_usd_per_h=cost_budget_usd_per_h,
+            budget=budget,
+            engine=parse_enum(Engine, engine, "--engine"),
+            method=parse_enum(Method, method, "--method"),
+            trials=trials,
+            band=band,
+            seed=seed,
+            jobs=jobs,
+            backend=backend,
+            scheduler=scheduler,
+            storage=storage,
+        )
+        spaces = build_spaces(req)  # validates every option before any work
     n = expected_requests(rate, duration)
     if n is not None:
         des_jobs = 0 if engine == "analytic" else max(1, jobs if jobs > 0 else (os.cpu_count() or 1))
@@ -193,7 +206,8 @@ def search_command(
     progress = _LazyProgress(enabled=sys.stderr.isatty())
     meta = {"objective": objective, "engine": engine, "seed": seed, "workload": workload, "rate_rps": rate}
     try:
-        outcome = api.search(req, progress=progress)
+        with library_errors_as_flags():
+            outcome = api.search(req, progress=progress)
     except SearchInterrupted as exc:
         progress.close()
         kept = []

@@ -113,7 +113,7 @@ def _render(result, slo) -> None:
     from rich.table import Table
 
     from splitplan.cli._common import console
-    from splitplan.slo import SLO_KEYS
+    from splitplan.slo import SLO_KEYS, headroom
 
     cfg = result.config
     con = console()
@@ -122,7 +122,8 @@ def _render(result, slo) -> None:
         t.add_column(col, justify="right" if col != "SLO" else "left")
     for k in SLO_KEYS:
         v, lat = result.slowdown[k], result.latency_s[k]
-        ok = v <= slo.slowdown[k] and (k not in slo.latency_s or lat <= slo.latency_s[k])
+        lat_ok = k not in slo.latency_s or headroom(slo.latency_s[k], lat) >= 0
+        ok = headroom(slo.slowdown[k], v) >= 0 and lat_ok
         mark = "[green]pass[/green]" if ok else "[red]FAIL[/red]"
         if result.verdict.binding in (k, f"{k}_latency"):
             mark += " (binding)"

@@ -1,4 +1,4 @@
-"""Layer 1: the analytic performance model — a calibrated roofline built from the catalog.
+"""Layer 2: the analytic performance model — a calibrated roofline built from the catalog.
 
 Per iteration on one machine (gpus × per-GPU peaks from the catalog):
 
@@ -42,9 +42,6 @@ from splitplan.catalog import Machine, ModelSpec
 from splitplan.errors import InputError
 from splitplan.perf.base import FloatArray, prompt_cap_factor, token_cap_factor
 
-# Without expert counts in the catalog, a sparse model's tokens are taken to touch this fraction of
-# the expert weights each (top-2 of 8 experts, as Mixtral).
-MOE_EXPERT_FRACTION = 0.25
 # Prompt attention convention: the tokens of a prompt iteration form one sequence of up to this many
 # tokens (the machine-level scheduler batches at most 2048 prompt tokens per iteration).
 PROMPT_SEQ_CAP = 2048
@@ -175,15 +172,19 @@ def _load(path: str) -> CoefficientSet:
     return CoefficientSet(gpus=gpus, default=default, models=models, path=str(p))
 
 
-def _touched_weight_bytes(model: ModelSpec, tokens: FloatArray) -> FloatArray:
-    """Weight bytes read by an iteration of `tokens` tokens (experts hit, for sparse models)."""
+def touched_weight_bytes(model: ModelSpec, tokens: FloatArray, bytes_per_weight: float) -> FloatArray:
+    """Weight bytes read by an iteration of `tokens` tokens (experts hit, for sparse models).
+
+    Each token routes to `experts_per_token` of `experts` experts; with independent routing an
+    expert is hit by at least one of n tokens with probability 1 − (1 − k/E)^n.
+    """
     if not model.is_sparse:
-        return np.full(np.shape(tokens), model.weight_bytes)
-    r = MOE_EXPERT_FRACTION
-    expert = (model.params - model.active_params) / (1.0 - r)
+        return np.full(np.shape(tokens), model.params * bytes_per_weight)
+    r = model.expert_fraction
+    expert = model.routed_expert_params
     shared = max(model.params - expert, 0.0)
     hit = 1.0 - (1.0 - r) ** np.maximum(tokens, 1.0)
-    return (shared + expert * hit) * model.dtype_bytes
+    return (shared + expert * hit) * bytes_per_weight
 
 
 class AnalyticPerfModel:
@@ -206,17 +207,20 @@ class AnalyticPerfModel:
         self.coefficients = coefficients
         self.calibrated = bool(coefficients.calibrated)
         c = coefficients
-        gpus = machine.type.gpus
+        gpus = machine.tensor_parallel
         bw = c.bw_eff * machine.type.gpu.hbm_bytes_per_s * gpus
-        self._prompt_flops = c.prompt_flops_eff * machine.type.gpu.fp16_flops * gpus
-        self._token_flops = c.token_flops_eff * machine.type.gpu.fp16_flops * gpus
+        peak = machine.type.gpu.dense_flops(machine.weight_precision)
+        self._prompt_flops = c.prompt_flops_eff * peak * gpus
+        self._token_flops = c.token_flops_eff * peak * gpus
         self._bw = bw
+        self._weight_b = machine.weight_precision.bytes_per_value
+        self._kv_bytes_per_token = model.kv_bytes_per_token_at(machine.kv_precision)
         self._pcap = prompt_cap_factor(machine.power_cap)
         self._tcap = token_cap_factor(machine.power_cap)
         # Attention FLOPs per (query token × context token): QKᵀ and AV, 2 FLOPs per MAC.
         self._attn_flops = 4.0 * model.layers * model.heads * model.head_dim
         # Per context token of a decode: read its K and V, and the attention FLOPs over it.
-        self._g_s = model.kv_bytes_per_token / bw + self._attn_flops / self._token_flops
+        self._g_s = self._kv_bytes_per_token / bw + self._attn_flops / self._token_flops
 
     # -- building blocks (no power cap) ------------------------------------------------------------
     def _prompt_core(self, n: FloatArray) -> FloatArray:
@@ -226,13 +230,13 @@ class AnalyticPerfModel:
         flops = 2.0 * m.active_params * n + 0.5 * self._attn_flops * n * seq
         x = (n / c.knee_tokens) ** c.knee_power
         knee = 1.0 + c.knee_gain * x / (1.0 + x)
-        mem = (_touched_weight_bytes(m, n) + n * m.kv_bytes_per_token) / self._bw
+        mem = (touched_weight_bytes(m, n, self._weight_b) + n * self._kv_bytes_per_token) / self._bw
         return c.prompt_overhead_s + np.maximum(mem, flops * knee / self._prompt_flops)
 
     def _token_core(self, b: FloatArray) -> FloatArray:
         c = self.coefficients
         m = self.model
-        mem = (_touched_weight_bytes(m, b) + b * m.kv_bytes_per_token) / self._bw
+        mem = (touched_weight_bytes(m, b, self._weight_b) + b * self._kv_bytes_per_token) / self._bw
         comp = 2.0 * m.active_params * b / self._token_flops
         return c.token_overhead_s + c.token_seq_s * b + np.maximum(mem, comp)
 

@@ -1,8 +1,9 @@
-"""Layer 1: the performance-model contract shared by every implementation.
+"""Layer 2: the performance-model contract shared by every implementation.
 
 A performance model answers "how long does one iteration take on one machine" for a fixed
 (model, machine type, power cap). Every method broadcasts over numpy arrays of any shape and
-returns float64 seconds. Implementations: `analytic` (roofline from the catalog, calibrated) and
+returns float64 seconds. Implementations: `physical` (perf/physical.py: terms from the architecture
+and the catalog, calibrated per serving stack), `analytic` (the paper-era calibrated roofline) and
 `profile` (interpolates a measured table with the reference simulator's semantics).
 
 Contract the simulators rely on:

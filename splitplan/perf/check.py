@@ -1,4 +1,4 @@
-"""Layer 1: accuracy of a performance model against a profile table (MAPE per group and overall).
+"""Layer 2: accuracy of a performance model against a profile table (MAPE per group and overall).
 
 How a profile row (prompt_size p, batch_size b, token_size t) is compared:
 - prompt phase: `prompt_time_s(p · b, prompts=b)` against prompt_time;
@@ -43,9 +43,10 @@ def machine_for_hardware(hardware: str, tensor_parallel: int) -> Machine:
     capped = hardware.endswith(CAPPED_SUFFIX)
     gpu = hardware[: -len(CAPPED_SUFFIX)] if capped else hardware
     mtype = get_machine_type(gpu)
-    if mtype.gpus != tensor_parallel:
+    if mtype.gpus % int(tensor_parallel):
+        # a TP that does not tile the catalog node (a 16-GPU profile row, say): a node of that size
         mtype = dataclasses.replace(mtype, gpus=int(tensor_parallel))
-    return Machine(type=mtype, power_cap=CAPPED_POWER if capped else 1.0)
+    return Machine(type=mtype, tp=int(tensor_parallel), power_cap=CAPPED_POWER if capped else 1.0)
 
 
 def token_context(table: ProfileTable) -> FloatArray:
@@ -72,6 +73,8 @@ class GroupMape:
     phase: str
     mape: float  # percent
     n: int
+    precision: str = "fp16"
+    source: str = "profile"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,14 +85,26 @@ class CheckResult:
     prompt_mape: float  # percent, over every scored row
     token_mape: float
     prompt_curves: str | None = None  # the profile model's ("by-count" | "pooled"); None for analytic
+    static_batch_mape: float | None = None  # measurement tables with static_batch rows
+    rows_dropped: int = 0  # rows contradicting their own group (see stackfit.consistent_rows)
 
     def to_json(self) -> dict[str, object]:
+        def num(v: float) -> float | None:
+            return None if v != v else v  # NaN (no rows of that phase) → null
+
+        overall: dict[str, object] = {
+            "prompt_mape": num(self.prompt_mape),
+            "token_mape": num(self.token_mape),
+        }
+        if self.static_batch_mape is not None:
+            overall["static_batch_mape"] = self.static_batch_mape
         return {
             "perf": self.perf,
             "profile": self.profile,
             "prompt_curves": self.prompt_curves,
             "groups": [dataclasses.asdict(g) for g in self.groups],
-            "overall": {"prompt_mape": self.prompt_mape, "token_mape": self.token_mape},
+            "overall": overall,
+            "rows_dropped": self.rows_dropped,
         }
 
     def worst(self, phase: str) -> float:
@@ -161,4 +176,57 @@ def check_profile(
         overall["prompt"],
         overall["token"],
         prompt_curves if perf == "profile" else None,
+    )
+
+
+def check_measurements(
+    path: str | Path,
+    perf: str = "kernels",
+    tensor_parallel: int | None = None,
+    source: str | None = None,
+    prompt_curves: str = "by-count",
+) -> CheckResult:
+    """MAPE (percent) of any performance model (`--perf NAME|PATH`) against a table of either
+    schema, per (model, hardware, TP, precision, phase) group, every row scored.
+
+    Static-batch rows are predicted by summing the model's iterations (perf/measurements.py).
+    Rows that contradict their own group are left out and counted (`rows_dropped`).
+    """
+    from splitplan.perf import get_perf_model
+    from splitplan.perf.measurements import group_model, predict_rows, read_measurements
+    from splitplan.perf.stackfit import consistent_rows
+
+    rows = read_measurements(str(path))
+    keep = np.ones(len(rows), dtype=bool)
+    if tensor_parallel is not None:
+        keep &= rows.tp == int(tensor_parallel)
+    if source:
+        keep &= np.char.startswith(rows.source.astype(str), source)
+    if not keep.any():
+        raise InputError(f"{path}: no rows match the selection (tensor parallelism / source)")
+    ok = consistent_rows(rows)
+    dropped = int((keep & ~ok).sum())
+    rows = rows.subset(keep & ok)
+    groups: list[GroupMape] = []
+    all_ape: dict[str, list[FloatArray]] = {}
+    for g in rows.groups():
+        sub = rows.subset(rows.group_mask(g))
+        model, machine = group_model(g)
+        pm = get_perf_model(perf, model, machine, prompt_curves)
+        ape = _ape(predict_rows(pm, sub), sub.measured_s)
+        for phase in sorted(set(sub.phase.tolist())):
+            m = sub.phase == phase
+            all_ape.setdefault(phase, []).append(ape[m])
+            src = ",".join(sorted(set(sub.source[m].tolist())))
+            groups.append(GroupMape(g[0], g[1], g[2], phase, float(ape[m].mean()), int(m.sum()), g[3], src))
+    overall = {ph: float(np.mean(np.concatenate(v))) for ph, v in all_ape.items()}
+    return CheckResult(
+        str(perf),
+        str(path),
+        groups,
+        overall.get("prompt", float("nan")),
+        overall.get("token", float("nan")),
+        None,
+        overall.get("static_batch"),
+        dropped,
     )

@@ -1,4 +1,4 @@
-"""Layer 1: calibrate the analytic model's coefficients to a profile table, per GPU type.
+"""Layer 2: calibrate the analytic model's coefficients to a profile table, per GPU type.
 
 Least squares (scipy) on the relative error of every prompt and token row of the GPU type's groups
 (power-capped rows included, with the cap curve of perf/base.py applied), parameters in log space

@@ -1,4 +1,4 @@
-"""Layer 1: the profile performance model — interpolates a measured per-iteration table.
+"""Layer 2: the profile performance model — interpolates a measured per-iteration table.
 
 Semantics follow the reference simulator so that results compare like for like: per (model,
 hardware, TP) the median prompt_time and token_time per "batch tokens" = prompt_size × batch_size,
@@ -117,10 +117,10 @@ def read_profile(path: str | Path) -> ProfileTable:
                     raise ValueError("must be a positive integer")
                 cols[c].append(v)
             for c in ("prompt_time", "token_time"):
-                v = float(row[idx[c]])
-                if not (np.isfinite(v) and v > 0):
+                x = float(row[idx[c]])
+                if not (np.isfinite(x) and x > 0):
                     raise ValueError("must be a positive number")
-                cols[c].append(v / 1000.0)
+                cols[c].append(x / 1000.0)
         except ValueError as exc:
             raise InputError(f"{p}:{lineno}: {c} {row[idx[c]].strip()!r}: {exc}") from None
     if not cols["model"]:

@@ -2,9 +2,10 @@
 
 Columns (HEATMAP_COLUMNS): the pool sizes, the nine slowdown percentiles under their SLO keys
 (`ttft_p50` … `e2e_p99`, as in `search --out`), the all-nine verdict, stability, the binding
-margin (min over SLOs of limit / value − 1; negative = fails), utilizations, cost, power and the
-engine that decided the point ("analytic" or "des"). Schema version, splitplan version, design,
-workload, model, rate, seed and engine are stamped into the parquet metadata.
+margin (slo.slo_margins: min over limits of limit / value − 1; negative = fails), utilizations,
+cost, power and what decided the point ("des", "dominance" from DES-decided points, or
+"analytic"). Schema version, splitplan version, design, workload, model, rate, seed and engine are
+stamped into the parquet metadata.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from splitplan.search.objective import Objective
 from splitplan.search.result import DesignResult, SearchOutcome
 
 
@@ -118,11 +119,11 @@ def search_summary(outcome: SearchOutcome) -> str:
     save = outcome.savings_vs_baseline()
     base = outcome.best_baseline
     if save is not None and base is not None and base is not best:
-        verb = (
-            "more throughput"
-            if outcome.objective == "throughput"
-            else ("lower power" if outcome.objective == "power" else "lower cost")
-        )
+        verb = {
+            Objective.THROUGHPUT: "more throughput",
+            Objective.POWER: "lower power",
+            Objective.COST: "lower cost",
+        }[outcome.objective]
         line += f" — {100 * save:.1f}% {verb} than the best baseline ({base.design})"
     line += (
         f"\n{outcome.evaluated_points} points evaluated, {outcome.des_evaluations} DES runs, "

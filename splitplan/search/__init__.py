@@ -5,7 +5,10 @@
 and `PointStore` keeps finished DES verdicts so an interrupted search resumes.
 """
 
+from splitplan.search.context import SearchContext, SpaceGrid
 from splitplan.search.evaluate import Decision, Evaluator, Screen, SimEvaluator, scale_rate
+from splitplan.search.grid import PointKey
+from splitplan.search.objective import Engine, Method, Objective, best_index, rank_key
 from splitplan.search.parallel import Runner
 from splitplan.search.problem import (
     DesignSpace,
@@ -22,17 +25,25 @@ __all__ = [
     "Decision",
     "DesignResult",
     "DesignSpace",
+    "Engine",
     "Evaluator",
+    "Method",
+    "Objective",
+    "PointKey",
     "PointStore",
     "PoolSpace",
     "Runner",
     "Screen",
+    "SearchContext",
     "SearchInterrupted",
     "SearchOutcome",
     "SearchProblem",
     "SimEvaluator",
+    "SpaceGrid",
+    "best_index",
     "named_budget",
     "paper_space",
+    "rank_key",
     "run_search",
     "scale_rate",
     "scenario_fingerprint",

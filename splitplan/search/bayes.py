@@ -18,18 +18,17 @@ import math
 import os
 import socket
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from splitplan.design import Design
+from splitplan.search.context import SearchContext, call
 from splitplan.search.grid import decide_points
+from splitplan.search.objective import Engine, Objective, rank_key
 from splitplan.search.problem import DesignSpace, PoolSpace
+from splitplan.search.rates import analytic_rates, bisect_many
 from splitplan.search.result import DesignResult, des_record, empty_result, point_record, result_from_record
-from splitplan.search.throughput import analytic_rates, bisect_many
-
-if TYPE_CHECKING:
-    from splitplan.search.run import _Ctx
 
 BATCH = 16
 STALE_S = 600.0  # a RUNNING trial of another host older than this is taken over
@@ -37,7 +36,7 @@ OWNERLESS_GRACE_S = 30.0
 CONFIRM_GROUP = 2  # DES confirmations per round; fixed so results do not depend on --jobs
 
 
-def _study_name(ctx: _Ctx, space: DesignSpace) -> str:
+def _study_name(ctx: SearchContext, space: DesignSpace) -> str:
     pb = ctx.problem
     h = hashlib.sha256(
         repr(
@@ -100,14 +99,14 @@ def _constraints(frozen: Any) -> list[float]:
 PENALTY = 1e6
 
 
-def _penalized(value: float, cons: list[float], objective: str) -> float:
+def _penalized(value: float, cons: list[float], objective: Objective) -> float:
     """The value told to the sampler: violations rank below every feasible point, graded by size
     (the constraints are reported too; the penalty keeps TPE's good/bad split meaningful)."""
     viol = sum(max(0.0, c) for c in cons)
     if viol <= 0:
         return value
     viol = min(viol, 1e3)
-    return -viol if objective == "throughput" else PENALTY * (1.0 + viol)
+    return -viol if objective.maximize else PENALTY * (1.0 + viol)
 
 
 def _set_constraints(trial: Any, cons: list[float]) -> None:
@@ -120,26 +119,25 @@ def _set_constraints(trial: Any, cons: list[float]) -> None:
             trial.set_constraint(f"c{i}", float(c))
 
 
-def _evaluate(ctx: _Ctx, space: DesignSpace, trial: Any) -> tuple[float, list[float]]:
+def _evaluate(ctx: SearchContext, space: DesignSpace, trial: Any) -> tuple[float, list[float]]:
     """Analytic value and constraints (≤ 0 satisfied) of one asked trial."""
     pb = ctx.problem
     design, p, t = _suggest(trial, space)
-    cost = p * design.prompt.cost_usd_per_h + t * design.token.cost_usd_per_h
-    power = p * design.prompt.power_kw + t * design.token.power_kw
+    cost = float(design.cost_usd_per_h(p, t))
+    power = float(design.power_kw(p, t))
     cons = []
     if pb.power_budget_kw is not None:
         cons.append(power / pb.power_budget_kw - 1.0)
     if pb.cost_budget_usd_per_h is not None:
         cons.append(cost / pb.cost_budget_usd_per_h - 1.0)
-    if pb.objective == "throughput":
+    if pb.objective is Objective.THROUGHPUT:
         rate = float(analytic_rates(ctx.evaluator, design, [(p, t)], pb.rate_tol)[0])
         cons.append(0.0 if rate > 0 else 1.0)
-        value = rate
     else:
+        rate = 1.0
         m = float(ctx.evaluator.screen(design, np.array([p]), np.array([t]), 1.0).margin[0])
         cons.append(-m if math.isfinite(m) else 1e6)
-        value = power if pb.objective == "power" else cost
-    return value, cons
+    return float(pb.objective.score(cost, power, rate)), cons
 
 
 def _owner_token() -> str:
@@ -188,7 +186,7 @@ def _sampler(pb: Any, number: int) -> Any:
     )
 
 
-def _run_trials(ctx: _Ctx, space: DesignSpace) -> Any:
+def _run_trials(ctx: SearchContext, space: DesignSpace) -> Any:
     """Ask/tell in batches of BATCH: all trials of a batch are asked (parameters drawn at ask time)
     before any is evaluated and told, so the sampler's history only ever grows by whole batches."""
     import optuna
@@ -197,7 +195,7 @@ def _run_trials(ctx: _Ctx, space: DesignSpace) -> Any:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     pb = ctx.problem
     me = _owner_token()
-    direction = "maximize" if pb.objective == "throughput" else "minimize"
+    direction = pb.objective.direction
     study = optuna.create_study(
         storage=ctx.store.optuna_storage,
         study_name=_study_name(ctx, space),
@@ -253,7 +251,7 @@ def _config_of(space: DesignSpace, params: dict[str, Any]) -> tuple[Design, int,
     return _suggest(_Fixed(), space)
 
 
-def optuna_space(ctx: _Ctx, space: DesignSpace) -> tuple[DesignResult, list[dict[str, object]]]:
+def optuna_space(ctx: SearchContext, space: DesignSpace) -> tuple[DesignResult, list[dict[str, object]]]:
     """Optuna trials (analytic), then DES confirmation of the best, in objective order."""
     from optuna.trial import TrialState
 
@@ -261,22 +259,22 @@ def optuna_space(ctx: _Ctx, space: DesignSpace) -> tuple[DesignResult, list[dict
     study = _run_trials(ctx, space)
     trials = [tr for tr in study.get_trials(deepcopy=False) if tr.state == TrialState.COMPLETE]
     feasible = [tr for tr in trials if all(c <= 0 for c in _constraints(tr))]
-    sign = -1.0 if pb.objective == "throughput" else 1.0
+    throughput = pb.objective is Objective.THROUGHPUT
     seen: set[tuple[Any, ...]] = set()
     cands: list[tuple[Design, int, int, float]] = []
     for tr in feasible:
         design, p, t = _config_of(space, tr.params)
-        key = (design.prompt, design.token, p, t)
-        if key not in seen:
-            seen.add(key)
+        cfg_key = (design.prompt, design.token, p, t)
+        if cfg_key not in seen:
+            seen.add(cfg_key)
             cands.append((design, p, t, _value(tr)))
-    # the grid's order: objective, then fewer machines, then fewer prompt machines
-    cands.sort(key=lambda c: (round(sign * c[3], 9), c[1] + c[2], c[1], c[2]))
+    # the one tie-break rule (search.objective), as the grid ranks its points
+    cands.sort(key=lambda c: _point_rank(pb.objective, c[0], c[1], c[2], c[3] if throughput else 1.0))
     records: list[dict[str, object]] = []
     for tr in trials:
         design, p, t = _config_of(space, tr.params)
         c = _constraints(tr)
-        rate = _value(tr) if pb.objective == "throughput" else 1.0
+        rate = _value(tr) if throughput else 1.0
         records.append(
             point_record(
                 space=space.name,
@@ -285,12 +283,12 @@ def optuna_space(ctx: _Ctx, space: DesignSpace) -> tuple[DesignResult, list[dict
                 token=t,
                 rate_rps=float(rate) * pb.rate_rps,
                 within_budget=all(x <= 0 for x in c[:-1]),
-                analytic_margin=-c[-1] if pb.objective != "throughput" else math.nan,
+                analytic_margin=math.nan if throughput else -c[-1],
                 meets=all(x <= 0 for x in c),
                 decided_by="analytic",
             )
         )
-    if pb.engine == "analytic" or not cands:
+    if pb.engine is Engine.ANALYTIC or not cands:
         if not cands:
             return empty_result(space.name, space.design(), des_evaluations=0, method="optuna"), records
         best = min(range(len(records)), key=lambda i: _rank(records[i], pb.objective))
@@ -302,24 +300,25 @@ def optuna_space(ctx: _Ctx, space: DesignSpace) -> tuple[DesignResult, list[dict
     step = CONFIRM_GROUP
     chosen: dict[str, object] | None = None
     chosen_cfg: tuple[Design, int, int] | None = None
-    if pb.objective == "throughput":
+    tasks: list[tuple[Any, ...]]
+    if throughput:
         tasks = [(bisect_many, ctx.cached(space.name), d, [(p, t)], [v], pb.rate_tol) for d, p, t, v in cands]
-        outs = ctx.map(_call, tasks, lambda res: res[1])
-        best_key = (0.0, 0.0)
+        outs = ctx.map(call, tasks, lambda res: res[1])
+        best_key: tuple[float, ...] | None = None
         for (d, p, t, _v), (per, _fresh) in zip(cands, outs, strict=True):
             f, dec, probes = per[0]
             for fp, dp in sorted(probes.items()):
                 rec = des_record(space.name, d, p, t, fp * pb.rate_rps, dp)
                 records.append(rec)
                 if f > 0 and fp == f and dec is not None:
-                    key = (f, -float(rec["cost_usd_per_h"]))  # type: ignore[arg-type]
-                    if key > best_key:
+                    key = _point_rank(pb.objective, d, p, t, f)
+                    if best_key is None or key < best_key:
                         best_key, chosen = key, rec
     else:
         for i in range(0, len(cands), step):
             group = cands[i : i + step]
             tasks = [(decide_points, ctx.cached(space.name), d, [(p, t)], 1.0) for d, p, t, _v in group]
-            outs = ctx.map(_call, tasks, lambda res: res[1])
+            outs = ctx.map(call, tasks, lambda res: res[1])
             for (d, p, t, _v), (seen_pts, _fresh) in zip(group, outs, strict=True):
                 dec = seen_pts[(p, t)]
                 rec = des_record(space.name, d, p, t, pb.rate_rps, dec)
@@ -334,7 +333,7 @@ def optuna_space(ctx: _Ctx, space: DesignSpace) -> tuple[DesignResult, list[dict
             found = _escalate(ctx, space, *cands[0][:3], records)
             if found is not None:
                 chosen, chosen_cfg = found
-        if chosen_cfg is not None:
+        if chosen_cfg is not None and chosen is not None:
             chosen = _polish(ctx, space, *chosen_cfg, chosen, records)
     n_des = ctx.des_evaluations - n_des0
     if chosen is None:
@@ -350,7 +349,7 @@ ESCALATE_MAX = 40  # DES runs spent climbing from a failed candidate before givi
 
 
 def _escalate(
-    ctx: _Ctx, space: DesignSpace, design: Design, p: int, t: int, records: list[dict[str, object]]
+    ctx: SearchContext, space: DesignSpace, design: Design, p: int, t: int, records: list[dict[str, object]]
 ) -> tuple[dict[str, object], tuple[Design, int, int]] | None:
     """Cheapest DES-feasible point among those with at least (p, t) machines (same pools), tried in
     objective order; bounded by ESCALATE_MAX DES runs."""
@@ -360,12 +359,11 @@ def _escalate(
     t_hi = 0 if space.baseline else tr[1]
 
     def cost(pp: int, tt: int) -> float:
-        return pp * design.prompt.cost_usd_per_h + tt * design.token.cost_usd_per_h
+        return float(design.cost_usd_per_h(pp, tt))
 
     def power(pp: int, tt: int) -> float:
-        return pp * design.prompt.power_kw + tt * design.token.power_kw
+        return float(design.power_kw(pp, tt))
 
-    obj = power if pb.objective == "power" else cost
     pts = sorted(
         (
             (pp, tt)
@@ -373,7 +371,7 @@ def _escalate(
             for tt in range(t_lo, t_hi + 1)
             if (pp, tt) != (p, t) and pb.within_budget(cost(pp, tt), power(pp, tt))
         ),
-        key=lambda x: (round(obj(*x), 9), x[0] + x[1], x[0]),
+        key=lambda x: _point_rank(pb.objective, design, x[0], x[1], 1.0),
     )
     for pp, tt in pts[:ESCALATE_MAX]:
         seen_pts, fresh = decide_points(ctx.cached(space.name), design, [(pp, tt)], 1.0)
@@ -387,7 +385,7 @@ def _escalate(
 
 
 def _polish(
-    ctx: _Ctx,
+    ctx: SearchContext,
     space: DesignSpace,
     design: Design,
     p: int,
@@ -403,17 +401,14 @@ def _polish(
     pb = ctx.problem
     pr, tr = space.prompt_range, space.token_range
 
-    def obj(pp: int, tt: int) -> float:
-        return obj_power(pp, tt) if pb.objective == "power" else obj_cost(pp, tt)
-
     def obj_cost(pp: int, tt: int) -> float:
-        return pp * design.prompt.cost_usd_per_h + (0 if space.baseline else tt) * design.token.cost_usd_per_h
+        return float(design.cost_usd_per_h(pp, tt))
 
     def obj_power(pp: int, tt: int) -> float:
-        return pp * design.prompt.power_kw + (0 if space.baseline else tt) * design.token.power_kw
+        return float(design.power_kw(pp, tt))
 
-    def key(pp: int, tt: int) -> tuple[float, int, int]:
-        return (round(obj(pp, tt), 9), pp + tt, pp)
+    def key(pp: int, tt: int) -> tuple[float, ...]:
+        return _point_rank(pb.objective, design, pp, tt, 1.0)
 
     for _ in range(POLISH_MAX):
         steps = ((-1, 0),) if space.baseline else POLISH_STEPS
@@ -447,14 +442,27 @@ def _value(frozen: Any) -> float:
     return float(frozen.user_attrs.get("value", frozen.value))
 
 
-def _rank(rec: dict[str, object], objective: str) -> tuple[float, ...]:
+def _point_rank(objective: Objective, design: Design, p: int, t: int, rate: float) -> tuple[float, ...]:
+    """`rank_key` of a configuration of `design` (a baseline's count is its prompt count)."""
+    tt = 0 if design.is_baseline else t
+    return rank_key(
+        objective,
+        cost=float(design.cost_usd_per_h(p, tt)),
+        power=float(design.power_kw(p, tt)),
+        rate=rate,
+        machines=p + tt,
+        prompt=p,
+    )
+
+
+def _rank(rec: dict[str, object], objective: Objective) -> tuple[float, ...]:
     if not rec["meets_slo"]:
         return (math.inf,)
-    if objective == "throughput":
-        return (-float(rec["rate_rps"]),)  # type: ignore[arg-type]
-    key = "power_kw" if objective == "power" else "cost_usd_per_h"
-    return (float(rec[key]), float(rec["cost_usd_per_h"]))  # type: ignore[arg-type]
-
-
-def _call(fn: Any, *args: Any) -> Any:
-    return fn(*args)
+    return rank_key(
+        objective,
+        cost=float(rec["cost_usd_per_h"]),  # type: ignore[arg-type]
+        power=float(rec["power_kw"]),  # type: ignore[arg-type]
+        rate=float(rec["rate_rps"]),  # type: ignore[arg-type]
+        machines=int(rec["machines"]),  # type: ignore[call-overload]
+        prompt=int(rec["prompt_machines"] or rec["machines"]),  # type: ignore[call-overload]
+    )

@@ -18,7 +18,7 @@ import numpy.typing as npt
 from splitplan.design import ClusterConfig, Design
 from splitplan.errors import InputError
 from splitplan.sim.scenario import Scenario
-from splitplan.slo import SLO_KEYS
+from splitplan.slo import SLO_KEYS, slo_margins
 from splitplan.workload.base import Workload
 
 FloatArray = npt.NDArray[np.float64]
@@ -89,6 +89,7 @@ class SimEvaluator:
     """The real evaluators over one Scenario (the workload at the target rate)."""
 
     scenario: Scenario
+    sample_size: int | None = None  # requests the analytic screen samples (None: its default)
     _scaled: dict[float, Scenario] = field(default_factory=dict, repr=False)
 
     def _at(self, factor: float) -> Scenario:
@@ -110,17 +111,12 @@ class SimEvaluator:
             np.asarray(token, dtype=np.int64),
             self.scenario,
             rate_scale=rate_scale,
+            sample_size=self.sample_size,
         )
-        margin = np.asarray(batch.margin, dtype=np.float64).copy()
-        margin[~np.asarray(batch.stable, dtype=bool)] = -np.inf
-        margin[np.isnan(margin)] = -np.inf
+        # the margin over every limit (slowdown and absolute latency), −inf where unstable
+        slo = slo_margins(self.scenario.slo, batch.slowdown, batch.latency_s, stable=batch.stable)
+        margin, binding = slo.margin, slo.binding
         slowdown = {k: np.asarray(batch.slowdown[k], dtype=np.float64) for k in SLO_KEYS}
-        limits = self.scenario.slo.slowdown
-        keys = [k for k in SLO_KEYS if k in limits]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            head = np.stack([limits[k] / slowdown[k] for k in keys])
-        head[~np.isfinite(head)] = -np.inf
-        binding = np.asarray(keys)[np.argmin(head, axis=0)]
         return Screen(margin=margin, slowdown=slowdown, binding=binding)
 
     def decide(self, design: Design, prompt: int, token: int, rate_scale: float = 1.0) -> Decision:
@@ -128,8 +124,6 @@ class SimEvaluator:
 
         res = simulate_des(config_for(design, prompt, token), self._at(float(rate_scale)))
         margin = float(res.verdict.headroom) if res.stable else -math.inf
-        if math.isnan(margin):
-            margin = -math.inf
         return Decision(
             meets=bool(res.meets_slo),
             margin=margin,

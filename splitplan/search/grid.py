@@ -20,9 +20,9 @@ at a point the analytic screen misjudges by more than 30 % and that not only nea
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -38,38 +38,61 @@ WITNESS_MARGIN = 0.1
 WITNESS_REACH = 2
 
 
+class PointKey(NamedTuple):
+    """Which DES verdict: a design space's point (pools, counts) at a rate factor.
+
+    Typed in the search; `encoded()` is the store's string form (search.store.point_key).
+    """
+
+    space: str
+    prompt_gpu: str
+    token_gpu: str
+    prompt_power_cap: float
+    token_power_cap: float
+    prompt_machines: int
+    token_machines: int
+    rate_factor: float
+
+    def encoded(self) -> str:
+        return point_key(*self)
+
+
 @dataclass(slots=True)
 class CachedEvaluator:
-    """Serves known DES verdicts, evaluates the rest once; `sink` persists new ones at once."""
+    """Serves known DES verdicts, evaluates the rest once; `sink` persists new ones at once.
+
+    `known` is keyed by the store's encoded keys (what `PointStore.snapshot` returns).
+    """
 
     inner: Evaluator
     space: str
     known: dict[str, Decision] = field(default_factory=dict)
-    sink: Callable[[str, Decision], None] | None = None
-    fresh: dict[str, Decision] = field(default_factory=dict)
+    sink: Callable[[PointKey, Decision], None] | None = None
+    fresh: dict[PointKey, Decision] = field(default_factory=dict)
 
     @property
     def new(self) -> int:
         return len(self.fresh)
 
-    def key(self, design: Design, p: int, t: int, factor: float) -> str:
-        return point_key(
+    def key(self, design: Design, p: int, t: int, factor: float) -> PointKey:
+        return PointKey(
             self.space,
             design.prompt.type.name,
             design.token.type.name,
-            design.prompt.power_cap,
-            design.token.power_cap,
+            float(design.prompt.power_cap),
+            float(design.token.power_cap),
             int(p),
             int(t),
-            factor,
+            float(factor),
         )
 
     def decide(self, design: Design, p: int, t: int, factor: float) -> Decision:
         k = self.key(design, p, t, factor)
-        d = self.known.get(k)
+        code = k.encoded()
+        d = self.known.get(code)
         if d is None:
             d = self.inner.decide(design, int(p), int(t), factor)
-            self.known[k] = d
+            self.known[code] = d
             self.fresh[k] = d
             if self.sink is not None:
                 self.sink(k, d)
@@ -110,7 +133,7 @@ def walk_columns(
     t_range: tuple[int, int],
     guesses: list[int],
     factor: float,
-) -> tuple[dict[Point, Decision], dict[str, Decision]]:
+) -> tuple[dict[Point, Decision], dict[PointKey, Decision]]:
     """Find t*(p) for each p in `ps` (walked in descending order), sharing dominance between columns.
 
     Top-level and picklable: one task per design column block. Returns every DES verdict used.
@@ -136,7 +159,7 @@ def walk_columns(
 
 def walk_line(
     evaluator: CachedEvaluator, design: Design, n_range: tuple[int, int], guess: int, factor: float
-) -> tuple[dict[Point, Decision], dict[str, Decision]]:
+) -> tuple[dict[Point, Decision], dict[PointKey, Decision]]:
     """Baselines: the fewest machines N* that pass (one threshold search)."""
     seen: dict[Point, Decision] = {}
 
@@ -151,7 +174,7 @@ def walk_line(
 
 def decide_points(
     evaluator: CachedEvaluator, design: Design, points: list[Point], factor: float
-) -> tuple[dict[Point, Decision], dict[str, Decision]]:
+) -> tuple[dict[Point, Decision], dict[PointKey, Decision]]:
     """DES every point of a chunk (exhaustive sweeps and the hybrid's verification pass)."""
     out = {pt: evaluator.decide(design, pt[0], pt[1], factor) for pt in points}
     return out, evaluator.fresh
@@ -222,28 +245,6 @@ def classify(grid: Grid, decided: dict[Point, Decision]) -> tuple[np.ndarray, np
     return meets, how
 
 
-def objective_values(
-    design: Design, p: np.ndarray, t: np.ndarray, objective: str
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(objective, cost $/h, power kW) per point; baselines have t = 0."""
-    tt = np.zeros_like(p) if design.is_baseline else t
-    cost = p * design.prompt.cost_usd_per_h + tt * design.token.cost_usd_per_h
-    power = p * design.prompt.power_kw + tt * design.token.power_kw
-    obj = power if objective == "power" else cost
-    return obj.astype(np.float64), cost.astype(np.float64), power.astype(np.float64)
-
-
-def best_index(
-    meets: np.ndarray, ok_budget: np.ndarray, obj: np.ndarray, machines: np.ndarray, p: np.ndarray
-) -> int | None:
-    """Index of the cheapest feasible in-budget point; ties → fewer machines, then fewer prompt."""
-    cand = np.nonzero(meets & ok_budget)[0]
-    if not len(cand):
-        return None
-    order = np.lexsort((p[cand], machines[cand], np.round(obj[cand], 9)))
-    return int(cand[order[0]])
-
-
 def verify_candidates(
     how: np.ndarray,
     meets: np.ndarray,
@@ -281,6 +282,3 @@ def baseline_guess(grid: Grid, screen: Screen | None) -> int:
     if screen is None:
         return int(grid.p_values[len(grid.p_values) // 2])
     return first_passing(screen.margin, grid.p_values, int(grid.p_values[-1]) + 1)
-
-
-INF = math.inf

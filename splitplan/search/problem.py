@@ -9,19 +9,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
 
 from splitplan.catalog import get_machine_type, validate_power_cap
-from splitplan.design import Design, custom_design, get_design
+from splitplan.design import PAPER_DESIGNS, Design, custom_design, get_design
 from splitplan.errors import InputError
+from splitplan.search.objective import Engine, Method, Objective, parse_enum
 
-Objective = Literal["cost", "power", "throughput"]
-Engine = Literal["hybrid", "analytic", "des"]
-Method = Literal["auto", "grid", "optuna"]
+OBJECTIVES: tuple[str, ...] = tuple(m.value for m in Objective)
+ENGINES: tuple[str, ...] = tuple(m.value for m in Engine)
+METHODS: tuple[str, ...] = tuple(m.value for m in Method)
 
-OBJECTIVES: tuple[str, ...] = ("cost", "power", "throughput")
-ENGINES: tuple[str, ...] = ("hybrid", "analytic", "des")
-METHODS: tuple[str, ...] = ("auto", "grid", "optuna")
+# The hybrid's analytic-margin band (SearchProblem.band): search and heatmap share it.
+DEFAULT_BAND = 0.3
 
 # Paper's named budgets (SPLITWISE.md §8): the power and the cost of 40 DGX-H100.
 NAMED_BUDGET_MACHINES = 40
@@ -115,15 +117,13 @@ class DesignSpace:
         tg = token_gpu or self.token.gpus[0]
         pc = self.prompt.power_cap[0] if prompt_cap is None else prompt_cap
         tc = self.token.power_cap[0] if token_cap is None else token_cap
-        if self.is_fixed_pools and self.name in _PAPER:
+        if self.is_fixed_pools and self.name in PAPER_DESIGNS:
             return get_design(self.name)
         if self.is_fixed_pools:
             return custom_design(pg, tg, pc, tc, baseline=self.baseline, name=self.name)
         d = custom_design(pg, tg, pc, tc, baseline=self.baseline)
         return d
 
-
-_PAPER = ("baseline-a100", "baseline-h100", "splitwise-aa", "splitwise-hh", "splitwise-ha", "splitwise-hhcap")
 
 DEFAULT_SPLIT_RANGE = (1, 39)
 DEFAULT_BASELINE_MAX = 80
@@ -163,7 +163,7 @@ def _clip(r: tuple[int, int], cap: int | None) -> tuple[int, int]:
     if cap is None:
         return r
     if cap < 1:
-        raise InputError(f"--max-machines must be ≥ 1, got {cap}")
+        raise InputError(f"`max_machines` must be ≥ 1, got {cap}")
     return (min(r[0], cap), min(r[1], cap))
 
 
@@ -178,15 +178,15 @@ class SearchProblem:
     """
 
     spaces: tuple[DesignSpace, ...]
-    objective: Objective = "cost"
+    objective: Objective = Objective.COST
     rate_rps: float = 70.0
     power_budget_kw: float | None = None
     cost_budget_usd_per_h: float | None = None
-    engine: Engine = "hybrid"
-    method: Method = "auto"
+    engine: Engine = Engine.HYBRID
+    method: Method = Method.AUTO
     trials: int = 200
     seed: int = 0
-    band: float = 0.3
+    band: float = DEFAULT_BAND
     rate_tol: float = 0.02
     confirm_top: int = 20
 
@@ -196,12 +196,9 @@ class SearchProblem:
         names = [s.name for s in self.spaces]
         if len(set(names)) != len(names):
             raise InputError(f"design names must be unique, got {', '.join(names)}")
-        if self.objective not in OBJECTIVES:
-            raise InputError(f"objective must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
-        if self.engine not in ENGINES:
-            raise InputError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
-        if self.method not in METHODS:
-            raise InputError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        object.__setattr__(self, "objective", parse_enum(Objective, self.objective, "objective"))
+        object.__setattr__(self, "engine", parse_enum(Engine, self.engine, "engine"))
+        object.__setattr__(self, "method", parse_enum(Method, self.method, "method"))
         for attr in ("power_budget_kw", "cost_budget_usd_per_h"):
             v = getattr(self, attr)
             if v is not None and not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
@@ -209,21 +206,29 @@ class SearchProblem:
         if not (math.isfinite(self.rate_rps) and self.rate_rps > 0):
             raise InputError(f"rate must be a positive number, got {self.rate_rps!r}")
         if not (isinstance(self.trials, int) and self.trials >= 1):
-            raise InputError(f"--trials must be an integer ≥ 1, got {self.trials!r}")
+            raise InputError(f"`trials` must be an integer ≥ 1, got {self.trials!r}")
         if not (self.band >= 0 and math.isfinite(self.band)):
-            raise InputError(f"band must be a number ≥ 0, got {self.band!r}")
+            raise InputError(f"`band` must be a number ≥ 0, got {self.band!r}")
         if not (0 < self.rate_tol < 1):
             raise InputError(f"rate tolerance must be in (0, 1), got {self.rate_tol!r}")
 
     def within_budget(self, cost_usd_per_h: float, power_kw: float) -> bool:
-        eps = 1e-9
-        if self.power_budget_kw is not None and power_kw > self.power_budget_kw + eps:
-            return False
-        cost_cap = self.cost_budget_usd_per_h
-        return not (cost_cap is not None and cost_usd_per_h > cost_cap + eps)
+        return bool(self.within_budget_many(np.asarray([cost_usd_per_h]), np.asarray([power_kw]))[0])
 
-    def method_for(self, space: DesignSpace) -> Literal["grid", "optuna"]:
+    def within_budget_many(
+        self, cost_usd_per_h: npt.NDArray[np.float64], power_kw: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.bool_]:
+        """Per point: within both budgets (1e-9 slack, so a budget of exactly N machines admits N)."""
+        eps = 1e-9
+        ok = np.ones(np.shape(cost_usd_per_h), dtype=bool)
+        if self.power_budget_kw is not None:
+            ok &= np.asarray(power_kw) <= self.power_budget_kw + eps
+        if self.cost_budget_usd_per_h is not None:
+            ok &= np.asarray(cost_usd_per_h) <= self.cost_budget_usd_per_h + eps
+        return ok
+
+    def method_for(self, space: DesignSpace) -> Method:
         """Exhaustive grid for 1–2 dimensional spaces, Optuna beyond (unless forced)."""
-        if self.method != "auto":
+        if self.method is not Method.AUTO:
             return self.method
-        return "grid" if space.dims <= 2 else "optuna"
+        return Method.GRID if space.dims <= 2 else Method.OPTUNA

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from splitplan.design import Design
+from splitplan.search.objective import Engine, Objective, rank_key
 from splitplan.slo import SLO_KEYS
 
 if TYPE_CHECKING:
@@ -74,8 +75,8 @@ def point_record(
     slowdown: dict[str, float] | None = None,
 ) -> dict[str, object]:
     baseline = design.is_baseline
-    cost = prompt * design.prompt.cost_usd_per_h + (0 if baseline else token * design.token.cost_usd_per_h)
-    power = prompt * design.prompt.power_kw + (0 if baseline else token * design.token.power_kw)
+    cost = design.cost_usd_per_h(prompt, token)
+    power = design.power_kw(prompt, token)
     rec: dict[str, object] = {
         "design": space,
         "prompt_gpu": design.prompt.type.name,
@@ -125,6 +126,21 @@ class DesignResult:
     des_evaluations: int = 0
     method: str = "grid"
 
+    def score(self, objective: Objective) -> float:
+        return float(objective.score(self.cost_usd_per_h or 0.0, self.power_kw or 0.0, self.rate_rps or 0.0))
+
+    def rank_key(self, objective: Objective) -> tuple[float, ...]:
+        """Where this optimum ranks among designs: the one tie-break rule (search.objective)."""
+        machines = self.machines or 0
+        return rank_key(
+            objective,
+            cost=self.cost_usd_per_h or 0.0,
+            power=self.power_kw or 0.0,
+            rate=self.rate_rps or 0.0,
+            machines=machines,
+            prompt=machines if self.prompt_machines is None else self.prompt_machines,
+        )
+
     def to_json(self) -> dict[str, object]:
         def clean(x: float | None) -> float | None:
             return None if x is None or not math.isfinite(x) else round(float(x), 9)
@@ -156,7 +172,7 @@ class DesignResult:
 def result_from_record(
     rec: dict[str, object], *, baseline: bool, des_evaluations: int, method: str
 ) -> DesignResult:
-    margin = float(rec["des_margin"]) if rec["decided_by"] == "des" else float(rec["analytic_margin"])
+    margin = float(rec["des_margin"] if rec["decided_by"] == "des" else rec["analytic_margin"])  # type: ignore[arg-type]
     return DesignResult(
         design=str(rec["design"]),
         baseline=baseline,
@@ -166,7 +182,7 @@ def result_from_record(
         token_power_cap=float(rec["token_power_cap"]),  # type: ignore[arg-type]
         prompt_machines=rec["prompt_machines"],  # type: ignore[arg-type]
         token_machines=rec["token_machines"],  # type: ignore[arg-type]
-        machines=int(rec["machines"]),  # type: ignore[arg-type]
+        machines=int(rec["machines"]),  # type: ignore[call-overload]
         cost_usd_per_h=float(rec["cost_usd_per_h"]),  # type: ignore[arg-type]
         power_kw=float(rec["power_kw"]),  # type: ignore[arg-type]
         rate_rps=float(rec["rate_rps"]),  # type: ignore[arg-type]
@@ -197,12 +213,12 @@ def empty_result(space_name: str, design: Design, *, des_evaluations: int, metho
 class SearchOutcome:
     """Per-design bests, the overall winner, every evaluated point and what it cost to decide them."""
 
-    objective: str
+    objective: Objective
     results: tuple[DesignResult, ...]
     points: list[dict[str, object]]
     des_evaluations: int
     wall_s: float
-    engine: str
+    engine: Engine
 
     @property
     def evaluated_points(self) -> int:
@@ -213,11 +229,7 @@ class SearchOutcome:
         ok = [r for r in self.results if r.meets_slo]
         if not ok:
             return None
-        if self.objective == "throughput":
-            return max(ok, key=lambda r: (r.rate_rps or 0.0, -(r.cost_usd_per_h or 0.0)))
-        if self.objective == "power":
-            return min(ok, key=lambda r: (r.power_kw or 0.0, r.cost_usd_per_h or 0.0))
-        return min(ok, key=lambda r: (r.cost_usd_per_h or 0.0, r.power_kw or 0.0))
+        return min(ok, key=lambda r: r.rank_key(self.objective))  # the one tie-break rule
 
     @property
     def best_baseline(self) -> DesignResult | None:
@@ -236,10 +248,9 @@ class SearchOutcome:
         best, base = self.best, self.best_baseline
         if best is None or base is None:
             return None
-        if self.objective == "throughput":
+        if self.objective.maximize:
             return (best.rate_rps or 0.0) / (base.rate_rps or math.inf) - 1.0
-        key = "power_kw" if self.objective == "power" else "cost_usd_per_h"
-        b, w = getattr(base, key), getattr(best, key)
+        b, w = base.score(self.objective), best.score(self.objective)
         return 1.0 - w / b if b else None
 
     def to_json(self) -> dict[str, object]:

@@ -13,14 +13,16 @@ import hashlib
 import math
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from splitplan.errors import InputError
 from splitplan.search.evaluate import Decision
 from splitplan.sim.scenario import Scenario
+
+T = TypeVar("T")
 
 
 def scenario_fingerprint(scenario: Scenario) -> str:
@@ -72,12 +74,33 @@ def open_storage(storage: str) -> Any:
         raise InputError(f"cannot open storage {storage!r}: {str(exc).splitlines()[0]}") from None
 
 
+def _schema_race(exc: BaseException) -> bool:
+    """True for the errors a worker gets when another one is creating the same schema right now.
+
+    SQLAlchemy's `create_all` checks for each table and then creates it, so two processes on a
+    fresh database can both decide to create it: the loser sees an IntegrityError (a row of the
+    version table) or an OperationalError ("table … already exists", "database is locked").
+    This is the one retry rule for opening a relational storage.
+    """
+    from sqlalchemy.exc import IntegrityError, OperationalError
+
+    seen: BaseException | None = exc
+    for _ in range(4):  # optuna may wrap the driver's error (StorageInternalError from ...)
+        if seen is None:
+            break
+        if isinstance(seen, IntegrityError):
+            return True
+        if isinstance(seen, OperationalError):
+            text = str(seen).lower()
+            return "already exists" in text or "is locked" in text
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _rdb_with_retry(url: str, attempts: int = 8) -> Any:
     """Workers started together race to create the schema of a new database. For SQLite the first
     one creates it under an exclusive lock on a sidecar file while the others wait; any backend's
-    losers of the race (duplicate table or version row, a locked database) retry."""
-    import time
-
+    losers of the race (see `_schema_race`) retry."""
     import optuna
 
     kwargs: dict[str, Any] = {}
@@ -85,14 +108,23 @@ def _rdb_with_retry(url: str, attempts: int = 8) -> Any:
     if url.startswith("sqlite:///"):
         kwargs = {"engine_kwargs": {"connect_args": {"timeout": 60.0}}}
         lock_path = url[len("sqlite:///") :] + ".lock"
+
+    def create() -> Any:
+        with _file_lock(lock_path):
+            return optuna.storages.RDBStorage(url, **kwargs)
+
+    return _retry_schema_race(create, attempts)
+
+
+def _retry_schema_race(create: Callable[[], T], attempts: int = 8) -> T:
+    """`create()`, retried with a growing pause while it loses a schema race (`_schema_race`)."""
+    import time
+
     for i in range(attempts):
         try:
-            with _file_lock(lock_path):
-                return optuna.storages.RDBStorage(url, **kwargs)
+            return create()
         except Exception as exc:
-            text = type(exc).__name__ + str(exc)
-            racy = any(k in text for k in ("IntegrityError", "already exists", "locked", "UNIQUE"))
-            if i == attempts - 1 or not racy:
+            if i == attempts - 1 or not _schema_race(exc):
                 raise
             time.sleep(0.1 * (i + 1))
     raise AssertionError("unreachable")
@@ -255,8 +287,12 @@ class WorkBoard:
             sa.Column("result", sa.Text, nullable=True),
         )
         lock = url[len("sqlite:///") :] + ".lock" if url.startswith("sqlite:///") else None
-        with _file_lock(lock):
-            meta.create_all(self._engine, checkfirst=True)
+
+        def create() -> None:
+            with _file_lock(lock):
+                meta.create_all(self._engine, checkfirst=True)
+
+        _retry_schema_race(create)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"url": self.url, "scope": self.scope}

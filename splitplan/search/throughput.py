@@ -5,124 +5,151 @@ are the maximal affordable ones (throughput cannot fall when a machine is added)
 screen brackets each split's rate (vectorized bisection over all splits at once); the DES then
 bisects from that bracket to a relative tolerance. The hybrid DES-bisects splits in decreasing
 analytic rate until no remaining split's analytic rate is within (1 + band) of the best DES rate.
+The rate primitives live in search.rates (the Optuna strategy uses them too); this module is the
+strategy over a 1–2 dimensional count grid.
 """
 
 from __future__ import annotations
 
-import math
+from typing import Any
 
 import numpy as np
 
 from splitplan.design import Design
-from splitplan.search.evaluate import Decision, Evaluator
-from splitplan.search.grid import CachedEvaluator, threshold
+from splitplan.search.context import SearchContext, call
+from splitplan.search.evaluate import Decision
+from splitplan.search.objective import Engine, rank_key
+from splitplan.search.parallel import chunks
+from splitplan.search.problem import DesignSpace
+from splitplan.search.rates import analytic_rates, bisect_many, maximal_splits
+from splitplan.search.result import DesignResult, des_record, empty_result, point_record, result_from_record
 
-F_MIN, F_MAX = 1.0 / 64.0, 64.0  # rate factors outside this range are reported as the bound
+# ---------------------------------------------------------------- the strategy over a count grid
 
-
-def maximal_splits(
-    p_values: np.ndarray, t_values: np.ndarray, affordable: np.ndarray
-) -> list[tuple[int, int]]:
-    """Affordable points not dominated by another affordable point (affordable: (n_p, n_t) bool)."""
-    out: list[tuple[int, int]] = []
-    n_p = affordable.shape[0]
-    t_max = np.full(n_p, -1)
-    for i in range(n_p):
-        ok = np.nonzero(affordable[i])[0]
-        if len(ok):
-            t_max[i] = ok[-1]
-    for i in range(n_p):
-        if t_max[i] < 0:
-            continue
-        if i + 1 < n_p and t_max[i + 1] >= t_max[i]:
-            continue  # (p+1, same t) is affordable and dominates
-        out.append((int(p_values[i]), int(t_values[t_max[i]])))
-    return out
+RateVerdicts = dict[tuple[str, tuple[int, int]], tuple[float, Decision | None, dict[float, Decision]]]
 
 
-def analytic_rates(
-    evaluator: Evaluator, design: Design, splits: list[tuple[int, int]], tol: float
-) -> np.ndarray:
-    """Highest passing rate factor per split by the analytic screen (0 if none ≥ F_MIN)."""
-    if not splits:
-        return np.zeros(0)
-    p = np.array([s[0] for s in splits], dtype=np.int64)
-    t = np.array([s[1] for s in splits], dtype=np.int64)
-    levels = np.geomspace(F_MIN, F_MAX, 49)
-    k = len(levels)
-    scr = evaluator.screen(design, np.repeat(p, k), np.repeat(t, k), np.tile(levels, len(splits)))
-    ok = (scr.margin >= 0).reshape(len(splits), k)
-    # first failing level; the bracket is the level before it
-    first_bad = np.where(~ok.all(axis=1), np.argmin(ok, axis=1), k)
-    lo = np.where(first_bad > 0, levels[np.maximum(first_bad - 1, 0)], 0.0)
-    hi = np.where(first_bad < k, levels[np.minimum(first_bad, k - 1)], F_MAX)
-    active = (lo > 0) & (first_bad < k)
-    while active.any() and np.max(hi[active] / lo[active]) > 1 + tol / 4:
-        mid = np.sqrt(np.where(active, lo, 1.0) * np.where(active, hi, 1.0))
-        idx = np.nonzero(active)[0]
-        m = evaluator.screen(design, p[idx], t[idx], mid[idx]).margin >= 0
-        lo[idx] = np.where(m, mid[idx], lo[idx])
-        hi[idx] = np.where(m, hi[idx], mid[idx])
-        active = active & (hi / np.where(lo > 0, lo, 1.0) > 1 + tol / 4)
-    return lo
+def solve_throughput_grid(
+    ctx: SearchContext, spaces: list[DesignSpace]
+) -> list[tuple[DesignResult, list[dict[str, object]]]]:
+    """Per space (in order): the split with the highest rate meeting every SLO under the budget."""
+    pb = ctx.problem
+    plans = []
+    for space in spaces:
+        sg = ctx.space_grid(space)
+        splits = maximal_splits(sg.grid.p_values, sg.grid.t_values, sg.within_budget.reshape(sg.grid.shape))
+        if pb.engine is Engine.DES:
+            rates = np.ones(len(splits))
+        else:
+            rates = analytic_rates(ctx.evaluator, sg.design, splits, pb.rate_tol)
+        plans.append((space, sg.design, splits, rates))
+
+    des_rate: RateVerdicts = {}
+    if pb.engine is not Engine.ANALYTIC:
+        # round 1: the analytically best split of every design (every split for the exhaustive engine)
+        pending: list[tuple[int, list[int]]] = []
+        for k, (_space, _design, splits, rates) in enumerate(plans):
+            if not splits:
+                continue
+            if pb.engine is Engine.DES:
+                pending.append((k, list(range(len(splits)))))
+            else:
+                order = np.argsort(-rates, kind="stable")
+                pending.append((k, [int(order[0])]))
+        while pending:
+            _bisect_round(ctx, plans, pending, des_rate)
+            pending = []
+            if pb.engine is Engine.HYBRID:
+                for k, (space, _design, splits, rates) in enumerate(plans):
+                    best = max(
+                        (des_rate[(space.name, s)][0] for s in splits if (space.name, s) in des_rate),
+                        default=0.0,
+                    )
+                    more = [
+                        i
+                        for i, s in enumerate(splits)
+                        if (space.name, s) not in des_rate and rates[i] * (1 + pb.band) >= best
+                    ]
+                    if more:
+                        pending.append((k, more))
+    return [_finish(ctx, plan, des_rate) for plan in plans]
 
 
-def _round(f: float) -> float:
-    return float(f"{f:.6g}")
+Plan = tuple[DesignSpace, Design, list[tuple[int, int]], np.ndarray]
 
 
-def rate_lattice(tol: float) -> tuple[float, int, int]:
-    """Rates are searched on the lattice (1 + tol)^k, k in [k_min, k_max] (factors F_MIN..F_MAX).
+def _finish(
+    ctx: SearchContext, plan: Plan, des_rate: RateVerdicts
+) -> tuple[DesignResult, list[dict[str, object]]]:
+    pb = ctx.problem
+    space, design, splits, rates = plan
+    recs: list[dict[str, object]] = []
+    best_i: int | None = None
+    best_key: tuple[float, ...] | None = None
 
-    On a fixed lattice the highest passing rate is one definite point whatever the search starts
-    from, so the hybrid and the exhaustive engines return the same rate, not two within tolerance.
-    """
-    r = 1.0 + tol
-    return r, math.ceil(math.log(F_MIN) / math.log(r)), math.floor(math.log(F_MAX) / math.log(r))
+    def consider(i: int, rate_factor: float) -> None:
+        nonlocal best_i, best_key
+        rec = recs[i]
+        key = rank_key(
+            pb.objective,
+            cost=float(rec["cost_usd_per_h"]),  # type: ignore[arg-type]
+            power=float(rec["power_kw"]),  # type: ignore[arg-type]
+            rate=rate_factor,
+            machines=int(rec["machines"]),  # type: ignore[call-overload]
+            prompt=int(rec["prompt_machines"] or rec["machines"]),  # type: ignore[call-overload]
+        )
+        if best_key is None or key < best_key:
+            best_i, best_key = i, key
+
+    for i, s in enumerate(splits):
+        if (space.name, s) in des_rate:
+            f, _d, probes = des_rate[(space.name, s)]
+            for fp, dp in sorted(probes.items()):
+                recs.append(des_record(space.name, design, s[0], s[1], fp * pb.rate_rps, dp))
+                if f > 0 and fp == f:
+                    consider(len(recs) - 1, f)
+        else:
+            f = float(rates[i])
+            recs.append(
+                point_record(
+                    space=space.name,
+                    design=design,
+                    prompt=s[0],
+                    token=s[1],
+                    rate_rps=f * pb.rate_rps,
+                    within_budget=True,
+                    meets=f > 0,
+                    decided_by="analytic",
+                )
+            )
+            if pb.engine is Engine.ANALYTIC and f > 0:
+                consider(len(recs) - 1, f)
+    n_des = sum(len(v[2]) for (name, _s), v in des_rate.items() if name == space.name)
+    if best_i is None:
+        return empty_result(space.name, design, des_evaluations=n_des, method="grid"), recs
+    best = result_from_record(recs[best_i], baseline=space.baseline, des_evaluations=n_des, method="grid")
+    return best, recs
 
 
-def bisect_rate(
-    evaluator: CachedEvaluator, design: Design, p: int, t: int, guess: float, tol: float
-) -> tuple[float, Decision | None, dict[float, Decision], int]:
-    """Highest DES-passing rate factor on the (1 + tol)^k lattice for one split, from `guess`.
-
-    Returns (factor, verdict at that factor, every probe, new DES evaluations). Factor 0 means
-    nothing passes at F_MIN. Gallops from the guess, then bisects (see grid.threshold).
-    """
-    probes: dict[float, Decision] = {}
-    r, k_min, k_max = rate_lattice(tol)
-
-    def factor(k: int) -> float:
-        return _round(r**k)
-
-    def fails(k: int) -> bool:
-        f = factor(k)
-        d = evaluator.decide(design, p, t, f)
-        probes[f] = d
-        return not d.meets
-
-    k0 = math.floor(math.log(guess) / math.log(r) + 1e-9) if guess > 0 else k_min
-    k0 = min(max(k0, k_min), k_max)
-    k_fail = threshold(k_min - 1, k_max + 1, k0, fails)
-    k_best = k_fail - 1
-    if k_best < k_min:
-        return 0.0, None, probes, evaluator.new
-    f = factor(k_best)
-    if f not in probes:  # k_best = k_min - 1 + ... only when the sentinel bounds were never probed
-        fails(k_best)
-    return f, probes[f], probes, evaluator.new
-
-
-def bisect_many(
-    evaluator: CachedEvaluator,
-    design: Design,
-    splits: list[tuple[int, int]],
-    guesses: list[float],
-    tol: float,
-) -> tuple[list[tuple[float, Decision | None, dict[float, Decision]]], dict[str, Decision]]:
-    """A chunk of splits for one worker: per split (factor, verdict, probes), and the new verdicts."""
-    out = []
-    for (p, t), g in zip(splits, guesses, strict=True):
-        f, d, probes, _ = bisect_rate(evaluator, design, p, t, g, tol)
-        out.append((f, d, probes))
-    return out, evaluator.fresh
+def _bisect_round(
+    ctx: SearchContext, plans: list[Any], pending: list[tuple[int, list[int]]], des_rate: RateVerdicts
+) -> None:
+    pb = ctx.problem
+    tasks: list[tuple[Any, ...]] = []
+    owners: list[tuple[str, list[tuple[int, int]]]] = []
+    n_chunks = max(1, ctx.runner.workers * 2)
+    total = sum(len(ix) for _k, ix in pending)
+    for k, idx in pending:
+        space, design, splits, _rates = plans[k]
+        share = max(1, round(n_chunks * len(idx) / max(total, 1)))
+        for block in chunks(idx, share):
+            sp = [splits[i] for i in block]
+            # every engine gallops from the same anchor (the target rate): DES feasibility is not
+            # perfectly monotone in the rate, and a common start makes hybrid and exhaustive agree
+            guesses = [1.0 for _i in block]
+            tasks.append((bisect_many, ctx.cached(space.name), design, sp, guesses, pb.rate_tol))
+            owners.append((space.name, sp))
+    outs = ctx.map(call, tasks, lambda res: res[1])
+    for (name, sp), (per_split, _fresh) in zip(owners, outs, strict=True):
+        for s, (f, d, probes) in zip(sp, per_split, strict=True):
+            des_rate[(name, s)] = (f, d, probes)

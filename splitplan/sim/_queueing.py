@@ -16,24 +16,28 @@ FloatArray = npt.NDArray[np.float64]
 def erlang_c(servers: npt.ArrayLike, offered: npt.ArrayLike) -> FloatArray:
     """Probability that an arrival waits in an M/M/c queue (Erlang C), vectorized over points.
 
-    `servers` = c (integers ≥ 1), `offered` = a = λ·E[S] (erlangs). Computed from the Erlang-B
-    recursion B(k) = a·B(k−1) / (k + a·B(k−1)), which is stable for any c; the loop runs over
-    server counts (at most max c steps), never over points. Returns 1 where a ≥ c (overloaded).
+    `servers` = c (integers ≥ 1), `offered` = a = λ·E[S] (erlangs). Erlang B is a Poisson ratio,
+    B(c, a) = P(K = c) / P(K ≤ c) for K ~ Poisson(a), with P(K ≤ c) = Q(c + 1, a) (regularized upper
+    incomplete gamma) and P(K = c) from log-gamma: a fixed number of operations per point whatever
+    c is (the Erlang-B recursion this replaces took c steps, so its cost grew with the largest pool
+    of a chunk). Agrees with the recursion to ~1e-12 relative (tests/unit/sim/test_analytic.py).
+    C = B / (1 − ρ(1 − B)); returns 1 where a ≥ c (overloaded).
     """
+    from scipy.special import gammaincc, gammaln
+
     c = np.asarray(servers, dtype=np.int64)
     a = np.asarray(offered, dtype=np.float64)
     c, a = np.broadcast_arrays(c, a)
-    b = np.ones(a.shape)
-    out_b = np.ones(a.shape)
-    cmax = int(c.max()) if c.size else 0
-    for k in range(1, cmax + 1):
-        b = a * b / (k + a * b)
-        hit = c == k
-        if hit.any():
-            out_b[hit] = b[hit]
-    rho = np.divide(a, c, out=np.full(a.shape, np.inf), where=c > 0)
+    cf = c.astype(np.float64)
+    rho = np.divide(a, cf, out=np.full(a.shape, np.inf), where=c > 0)
+    live = (rho < 1.0) & (a > 0.0)  # elsewhere C is 1 (overload) or 0 (no load)
+    b = np.zeros(a.shape)
+    if live.any():
+        cl, al = cf[live], a[live]
+        log_pmf = cl * np.log(al) - al - gammaln(cl + 1.0)
+        b[live] = np.exp(log_pmf) / gammaincc(cl + 1.0, al)
     with np.errstate(divide="ignore", invalid="ignore"):
-        pw = out_b / (1.0 - rho * (1.0 - out_b))
+        pw = b / (1.0 - rho * (1.0 - b))
     return np.where(rho >= 1.0, 1.0, np.clip(pw, 0.0, 1.0))
 
 

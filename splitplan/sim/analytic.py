@@ -27,7 +27,8 @@ percentiles come from per-request latencies just as in the discrete-event simula
 - Baselines (mixed batching): the same machine alternates prompt-priority mixed iterations and
   decode-only ones; the decode batch is the fixed point of token throughput = iteration rate ×
   batch, and each request's decode phase is inflated by the prompt iterations that land in it
-  (a Poisson count: exact probability of none, normal approximation above).
+  or that queued on its machine during its own prompt iteration (a Poisson count: exact
+  probability of none, normal approximation above).
 - Overload (utilization ≥ 1) is not an error: the point is marked unstable and its latencies use
   the fluid backlog of a finite trace (wait grows as (ρ − 1)·t), so every number stays finite.
 
@@ -36,25 +37,31 @@ the same stratified quantiles are used for every point (common random numbers), 
 is smooth and a point's verdict does not flicker with its neighbours. Load moments (mean prompt
 time, mean decode length, resident context) come from the whole workload, not the sample.
 
-The approximation is calibrated against the DES (see `Calibration`); agreement is enforced by
-tests/accuracy/test_analytic_vs_des.py on stored DES grids.
+The approximation's corrections (`Calibration`) are data, data/sim/analytic_calibration.toml,
+fitted by `python -m splitplan.sim.calibrate fit --write` to a training set of DES runs drawn over
+the whole search space; tests/accuracy/test_analytic_heldout.py scores them on held-out DES runs
+and tests/accuracy/test_analytic_vs_des.py on the stored 39×39 DES grids.
 """
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from splitplan._paths import data_dir
 from splitplan.design import ClusterConfig, Design
 from splitplan.errors import InputError
 from splitplan.perf import kv_capacity_bytes
 from splitplan.sim._queueing import bisect_increasing, erlang_c, mgc_wait, row_percentiles
+from splitplan.sim.kv_transfer import kv_transfer_s
 from splitplan.sim.result import SimResult
 from splitplan.sim.scenario import Scenario
-from splitplan.slo import PERCENTILES, SLO_KEYS, reference_latencies, verdict
+from splitplan.slo import PERCENTILES, SLO_KEYS, reference_latencies, slo_margins, verdict
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -71,12 +78,18 @@ _PACK_PROMPTS = 20_000  # prompts (in arrival order) packed to estimate the batc
 class Calibration:
     """Corrections of the queueing approximation, fitted against the DES.
 
-    Fitted by a small grid search that maximizes agreement of the all-nine verdict and of the
-    per-prompt-count frontier with the DES on the 39×39 Splitwise-HH/HA grids, coding and
-    conversation presets, 70 req/s (tests/golden/des_grids; refit after regenerating them):
+    The shipped values are data: data/sim/analytic_calibration.toml, written by
+    `python -m splitplan.sim.calibrate fit --write`, which fits them by coordinate search to a
+    training set of DES runs drawn at random over designs, models, instances, workloads and rates
+    (data/sim/des_training.npz; the file records its fingerprint, the objective and the date) and
+    scores them on a disjoint validation set (other rates, other models). The defaults below are
+    the values fitted earlier on the 39×39 grids alone; they apply only to a `Calibration()` built
+    in code.
     - prompt_full_slack: the prompt pool serves up to utilization 1 − slack / K, with K =
       prompt_full_tokens / E[p] the prompts a queue holds before the machine is "full" (coding:
       K ≈ 4 → 0.82; conversation: K ≈ 7 → 0.90). Pure M/G/c would run the pool to ρ → 1.
+    - full_utilization_floor, full_utilization_ceiling: bounds of that utilization (a queue of one
+      prompt still serves half its capacity; a long queue never quite reaches saturation).
     - prompt_wait_scale: multiplier of Allen–Cunneen's conditional wait (1.0: with the largest
       prompts overflowing first, the pool keeps the smaller ones and their full M/G/c wait).
     - mixed_prompt_capacity: fraction of its time a borrowed token machine gives to overflow
@@ -98,11 +111,11 @@ class Calibration:
       the DES (prompts landing on a decode's machine during its decode phase, over λ/machines ×
       the phase), the factor is 0.54–0.67 for coding at 66–80 A100s (N ≈ 1.5–2), 0.82 for coding
       at 30 H100s and 0.87–0.94 for conversation.
-    mixed_prompt_capacity (0.6 → 0.5) and saturated_wait_growth (1.0 → 1.25) were refitted when the
-    prompt pool's service learned to batch queued prompts, which lowers the pool's load.
     """
 
     prompt_full_slack: float = 0.72
+    full_utilization_floor: float = 0.5
+    full_utilization_ceiling: float = 0.98
     prompt_wait_scale: float = 1.0
     mixed_prompt_capacity: float = 0.5
     overflow_wait_fraction: float = 0.1
@@ -114,8 +127,50 @@ class Calibration:
     saturated_wait_growth: float = 1.25
     saturated_wait_cap: float = 1.2
 
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
+                raise InputError(f"calibration: {f.name} must be a finite number ≥ 0, got {v!r}")
+        if not 0.0 < self.full_utilization_floor <= self.full_utilization_ceiling < 1.0:
+            raise InputError("calibration: need 0 < full_utilization_floor ≤ full_utilization_ceiling < 1")
+        if self.mixed_prompt_capacity <= 0.0:
+            raise InputError("calibration: mixed_prompt_capacity must be > 0")
 
-CALIBRATION = Calibration()
+
+CALIBRATION_PATH = ("sim", "analytic_calibration.toml")  # under the shipped data folder
+
+
+def load_calibration(path: str | Path | None = None) -> Calibration:
+    """The `[calibration]` table of a calibration file (default: the shipped one) as a Calibration.
+
+    Every field must be present and no other key may be: a stale file fails loudly rather than
+    silently mixing fitted and default values.
+    """
+    import tomllib
+
+    target = Path(path) if path is not None else data_dir().joinpath(*CALIBRATION_PATH)
+    try:
+        doc = tomllib.loads(target.read_text())
+    except OSError as exc:
+        raise InputError(f"cannot read calibration {target}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"calibration {target} is not valid TOML: {exc}") from None
+    table = doc.get("calibration")
+    if not isinstance(table, dict):
+        raise InputError(f"calibration {target}: no [calibration] table")
+    names = {f.name for f in fields(Calibration)}
+    missing, unknown = names - set(table), set(table) - names
+    if missing or unknown:
+        parts = [f"missing {', '.join(sorted(missing))}"] if missing else []
+        parts += [f"unknown {', '.join(sorted(unknown))}"] if unknown else []
+        raise InputError(
+            f"calibration {target}: {'; '.join(parts)} (refit: python -m splitplan.sim.calibrate fit --write)"
+        )
+    return Calibration(**table)
+
+
+CALIBRATION = load_calibration()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -133,7 +188,8 @@ class AnalyticBatch:
     stable: BoolArray
     utilization_prompt: FloatArray
     utilization_token: FloatArray
-    margin: FloatArray
+    margin: FloatArray  # SLO margin (slo.slo_margins), not masked by `stable`
+    binding: npt.NDArray[np.str_]  # the limit that sets `margin`
     cost_usd_per_h: FloatArray
     power_kw: FloatArray
     decode_batch: FloatArray
@@ -274,26 +330,6 @@ def _draw_sample(scenario: Scenario, n: int | None) -> _Sample:
     )
 
 
-def _link_bytes_per_s(scenario: Scenario, design: Design) -> float:
-    link = scenario.sim.link_bytes_per_s
-    if link is None:
-        link = min(design.prompt.type.interconnect_bytes_per_s, design.token.type.interconnect_bytes_per_s)
-    return float(link)
-
-
-def kv_transfer_s(scenario: Scenario, design: Design, prompt_tokens: FloatArray) -> FloatArray:
-    """KV-cache transfer time per request from prompt to token machine (SPLITWISE.md §4)."""
-    sim = scenario.sim
-    link = _link_bytes_per_s(scenario, design)
-    serial = prompt_tokens * scenario.kv_bytes_per_token / link
-    if sim.kv_transfer == "serialized":
-        return serial
-    overhead = sim.layerwise_overhead_s
-    if overhead is None:
-        overhead = 0.008 if link <= 200e9 else 0.005
-    return np.where(prompt_tokens >= sim.layerwise_min_prompt_tokens, np.minimum(overhead, serial), serial)
-
-
 # ---------------------------------------------------------------------------------------------
 # public entry points
 
@@ -374,17 +410,11 @@ def evaluate_grid(
                 out_lat[f"{name}_p{pct}"][s:e] = q_lat[j]
                 out_sd[f"{name}_p{pct}"][s:e] = q_sd[j]
 
-    margin = np.full(npts, np.inf)
-    for kind, limits in (("slowdown", scenario.slo.slowdown), ("latency", scenario.slo.latency_s)):
-        values = out_sd if kind == "slowdown" else out_lat
-        for key, limit in limits.items():
-            v = values[key]
-            h = np.where(v > 0, limit / np.maximum(v, 1e-300) - 1.0, np.inf)
-            margin = np.minimum(margin, h)
+    slo = slo_margins(scenario.slo, out_sd, out_lat)
+    margin = slo.margin
     meets = stable & (margin >= 0.0)
-    d = design
-    cost = pm * d.prompt.cost_usd_per_h + tm * d.token.cost_usd_per_h
-    power = pm * d.prompt.power_kw + tm * d.token.power_kw
+    cost = design.cost_usd_per_h(pm, tm)
+    power = design.power_kw(pm, tm)
     return AnalyticBatch(
         design=design,
         scenario=scenario,
@@ -398,6 +428,7 @@ def evaluate_grid(
         utilization_prompt=up,
         utilization_token=ut,
         margin=margin,
+        binding=slo.binding,
         cost_usd_per_h=cost.astype(np.float64),
         power_kw=power.astype(np.float64),
         decode_batch=nb,
@@ -465,7 +496,13 @@ class _SplitContext:
         # longer the queue a machine may hold, the closer to saturation the pool runs before
         # overflowing (M/G/c/K-like)
         queue_prompts = max(scenario.sim.prompt_full_tokens / mean_p, 1.0)
-        self.full_utilization = float(np.clip(1.0 - cal.prompt_full_slack / queue_prompts, 0.5, 0.98))
+        self.full_utilization = float(
+            np.clip(
+                1.0 - cal.prompt_full_slack / queue_prompts,
+                cal.full_utilization_floor,
+                cal.full_utilization_ceiling,
+            )
+        )
         self.wait_cap = np.maximum(scenario.sim.prompt_full_tokens - p, 0.0) * per_token_s
         self.tau_grid = _tau(self.token_perf, self.grid, self.ctx_per_req)
         self.decode_capacity = self.nmax / float(self.tau_grid[-1])  # decode tokens/s per machine
@@ -597,8 +634,16 @@ def _decode_constants(
 
 
 def _mixed_means(perf, p: FloatArray, grid: FloatArray, ctx_per_req: float) -> FloatArray:
-    mix = np.asarray(perf.mixed_time_s(p[None, :] + grid[:, None], (grid * ctx_per_req)[:, None]))
-    return mix.mean(axis=1)
+    """Mean over the requests of the mixed-iteration time of a prompt with each grid batch.
+
+    Tabulated over the distinct prompt sizes weighted by their counts, so memory and time grow
+    with the number of distinct sizes (a few thousand), not with the requests (a table of
+    len(grid) × requests was ~6 KB per request).
+    """
+    sizes, counts = np.unique(p, return_counts=True)
+    mix = np.asarray(perf.mixed_time_s(sizes[None, :] + grid[:, None], (grid * ctx_per_req)[:, None]))
+    mix = np.broadcast_to(mix, (len(grid), len(sizes)))
+    return (mix @ counts.astype(np.float64)) / float(len(p))
 
 
 def _tau(perf, grid: FloatArray, ctx_per_req: float) -> FloatArray:
@@ -704,7 +749,10 @@ class _BaselineContext:
         # average reside, so a given decode is interrupted less often than λ/machines
         spread = np.maximum(self.cal.baseline_jsq_spread, self.cal.baseline_jsq_sqrt * np.sqrt(nbat))
         hit = np.clip(1.0 - spread / np.maximum(nbat, 1e-9), 0.0, 1.0)
-        m = (hit * lam_m)[:, None] * self.dec[None, :] / rate[:, None]
+        # the prompts that reach the machine while the request's own prompt iteration runs queue
+        # behind it and run (prompts first) before its first decode iteration: they stall the
+        # decode phase like the ones arriving during it, so they count in its Poisson mean
+        m = (hit * lam_m)[:, None] * (self.dec[None, :] / rate[:, None] + service)
         k = _poisson_quantile(m, s.z[None, :], s.zcdf[None, :], self.dec[None, :])
         backlog = np.maximum(rho_t - 1.0, 0.0)[:, None] * s.t_s[None, :]
         # the prompt iterations a decode meets are of random size: a stratified quantile of the

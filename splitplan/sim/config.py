@@ -41,7 +41,7 @@ class SimConfig:
     weight_bytes: dict[str, float] = field(default_factory=dict)  # per-model override of weights
     kv_transfer: KvTransfer = "layerwise"
     layerwise_min_prompt_tokens: int = 512  # shorter prompts are sent serialized
-    layerwise_overhead_s: float | None = None  # non-hidden time; None → 8 ms at ≤200 GB/s, else 5 ms
+    layerwise_overhead_s: float | None = None  # non-hidden time; None → 8 ms below 300 GB/s, else 5 ms
     link_bytes_per_s: float | None = None  # None → the slower pool's interconnect
     memory_retry_s: float = 1.0  # a transfer waiting for token-machine memory retries
     # stability guard: a configuration whose backlog grows without bound is stopped and marked
@@ -158,6 +158,10 @@ def config_perf(path: str | Path | None) -> str | None:
         return perf
     if not isinstance(perf, str):
         raise InputError(f"config {path}: perf must be a string")
+    from splitplan.perf.stacks import find_stack
+
+    if find_stack(perf) is not None:  # a stack name, not a path
+        return perf
     if "{shared}" in perf:
         perf = perf.replace("{shared}", str(shared_dir()))
     return str((Path(path).parent / perf).resolve()) if not Path(perf).is_absolute() else perf

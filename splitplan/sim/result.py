@@ -1,4 +1,4 @@
-"""Layer 3: what a simulation of one configuration returns (DES or analytic)."""
+"""Layer 4: what a simulation of one configuration returns (DES or analytic)."""
 
 from __future__ import annotations
 

@@ -43,6 +43,18 @@ class Scenario:
             return self.model.kv_bytes_per_token_no_gqa
         return self.model.kv_bytes_per_token
 
+    def weight_bytes_on(self, machine: Machine) -> float:
+        """Weights held by one instance of `machine`: the config's override, else the model's
+        weights at the instance's weight precision."""
+        if self.model.name in self.sim.weight_bytes:
+            return float(self.sim.weight_bytes[self.model.name])
+        return self.model.weight_bytes_at(machine.weight_precision)
+
+    def kv_bytes_per_token_on(self, machine: Machine) -> float:
+        """KV bytes per token cached on `machine`, at its KV precision (native dtype = 2 bytes
+        gives `kv_bytes_per_token`)."""
+        return self.kv_bytes_per_token * machine.kv_precision.bytes_per_value / self.model.dtype_bytes
+
 
 _PERF_CACHE: dict[tuple[str, str, Machine, str], PerfModel] = {}
 

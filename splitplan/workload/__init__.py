@@ -1,4 +1,4 @@
-"""Layer 2 — workloads: what arrives (arrival times, prompt and output sizes)."""
+"""Layer 3 — workloads: what arrives (arrival times, prompt and output sizes)."""
 
 from splitplan.workload.arrivals import ARRIVALS, gamma_arrivals, poisson_arrivals, replay_arrivals
 from splitplan.workload.base import Workload

@@ -67,7 +67,7 @@ def _renewal(
         if last >= duration_s or (requests is not None and count >= requests):  # type: ignore[operator]
             break
     out = np.concatenate(parts) if len(parts) > 1 else parts[0]
-    out = out[out < duration_s]
+    out = out[out < duration_s]  # type: ignore[operator]
     if requests is not None:
         out = out[:requests]
     return out
@@ -129,7 +129,7 @@ def replay_arrivals(
             raise InputError("cannot rescale a trace whose requests all arrive at the same time")
         out = out * ((len(out) - 1) / (span * rate_rps))
     if duration_s is not None:
-        out = out[out < duration_s]
+        out = out[out < duration_s]  # type: ignore[operator]
     if requests is not None:
         out = out[:requests]
     return out

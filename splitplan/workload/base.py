@@ -1,4 +1,4 @@
-"""Layer 2: a workload as columnar arrays — what the simulators consume."""
+"""Layer 3: a workload as columnar arrays — what the simulators consume."""
 
 from __future__ import annotations
 

@@ -190,7 +190,7 @@ def _fast_read(
 
     if fmt == "azure":
         types = {"TIMESTAMP": pa.timestamp("ns"), "ContextTokens": pa.int64(), "GeneratedTokens": pa.int64()}
-        names = AZURE_COLUMNS
+        names: tuple[str, ...] = AZURE_COLUMNS
     else:
         types = {c: pa.int64() for c in _REFERENCE_INTS} | {"arrival_timestamp": pa.float64()}
         names = REFERENCE_COLUMNS
@@ -340,7 +340,7 @@ def _cast_subset(arr: object, good: npt.NDArray[np.bool_], to: object, dtype: ty
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    out = np.zeros(len(good), dtype=dtype)
+    out: np.ndarray = np.zeros(len(good), dtype=dtype)
     idx = np.flatnonzero(good)
     if not len(idx):
         return out

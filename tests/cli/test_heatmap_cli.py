@@ -59,7 +59,8 @@ def test_parquet_has_one_row_per_point_and_provenance(capsys, tmp_path):
     assert sorted(zip(rows["prompt_machines"], rows["token_machines"], strict=True)) == [
         (p, t) for p in range(3, 9) for t in range(1, 5)
     ]
-    assert set(rows["engine"]) == {"analytic"}
+    # the default engine is the hybrid: every verdict is the DES's, directly or by dominance
+    assert "des" in set(rows["engine"]) <= {"des", "dominance"}
     assert all(np.isfinite(rows[k]).all() for k in SLO_KEYS)
     meta = {k.decode(): v.decode() for k, v in table.schema.metadata.items()}
     for key in (
@@ -181,3 +182,73 @@ def test_bad_input_is_one_line_and_exit_2(capsys, args, needle):
     assert needle in err
     assert err.count("\n") == 1
     assert "Traceback" not in err
+
+
+def test_the_tutorial_heatmap_stars_the_simulators_optimum(capsys):
+    """The default (hybrid) engine on the tutorial's grid stars 4P+3T at $266/h, which the DES
+    confirms; the analytic evaluator alone would star 5P+2T, which the DES rejects. (Pinned to the
+    paper-calibrated `analytic` performance model the example was written for.)"""
+    args = ["--design", "splitwise-hh", "--prompt-range", "1:10", "--token-range", "1:10"]
+    args += ["--rate", "20", "--duration", "30", "--perf", "analytic", "--json"]
+    code, stdout, err = run(capsys, "heatmap", *args)
+    assert code == 0, err
+    best = json.loads(stdout)["cost_optimal"]
+    assert (best["prompt_machines"], best["token_machines"], best["cost_usd_per_h"]) == (4, 3, 266.0)
+    code, stdout, err = run(
+        capsys,
+        "simulate",
+        "--design",
+        "splitwise-hh",
+        "--prompt",
+        "5",
+        "--token",
+        "2",
+        "--rate",
+        "20",
+        "--duration",
+        "30",
+        "--perf",
+        "analytic",
+        "--json",
+    )
+    assert code == 0, err
+    assert json.loads(stdout)["meets_slo"] is False
+
+
+SCENARIOS = [
+    ["--design", "splitwise-hh", "--prompt-range", "1:10", "--token-range", "1:10", "--rate", "20"],
+    ["--design", "splitwise-ha", "--prompt-range", "2:9", "--token-range", "1:6", "--rate", "30"],
+    ["--design", "splitwise-hhcap", "--prompt-range", "1:8", "--token-range", "1:8", "--rate", "15",
+     "--workload", "conversation"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("args", SCENARIOS, ids=["hh-coding", "ha-coding", "hhcap-conversation"])
+def test_hybrid_heatmap_stars_what_search_answers(capsys, args):
+    args = [*args, "--duration", "30"]
+    code, stdout, err = run(capsys, "heatmap", *args, "--engine", "hybrid", "--json")
+    assert code == 0, err
+    hm = json.loads(stdout)
+    for objective, key in (("cost", "cost_optimal"), ("power", "power_optimal")):
+        code, stdout, err = run(capsys, "search", *args, "--objective", objective, "--json")
+        assert code == 0, err
+        best = json.loads(stdout)["best"]
+        assert best is not None
+        assert hm[key] is not None
+        assert (hm[key]["prompt_machines"], hm[key]["token_machines"]) == (
+            best["prompt_machines"],
+            best["token_machines"],
+        ), objective
+        assert hm[key]["cost_usd_per_h"] == pytest.approx(best["cost_usd_per_h"])
+        assert best["verified_by"] == "des"
+
+
+def test_analytic_heatmap_says_it_is_unverified(capsys, tmp_path):
+    png = tmp_path / "a.png"
+    code, stdout, err = run(
+        capsys, "heatmap", "--design", "splitwise-hh", "--prompt-range", "3:5", "--token-range", "1:3",
+        *SMALL, "--engine", "analytic", "--plot", str(png),
+    )  # fmt: skip
+    assert code == 0, err
+    assert "analytic, unverified" in stdout
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

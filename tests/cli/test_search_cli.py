@@ -288,3 +288,24 @@ def test_two_workers_share_one_optuna_study(tmp_path: Path) -> None:
         r = doc["results"][0]
         assert r["meets_slo"]
         assert r["verified_by"] == "des"
+
+
+@pytest.mark.parametrize("engine", ["analytic", "hybrid"])
+def test_absolute_latency_limit_is_named_as_the_binding_slo(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, engine: str
+) -> None:
+    """With `ttft_p99 = 0.76` s in [latency_s], the optimum's binding SLO is that limit, for the
+    analytic-decided (engine analytic) and the DES-decided (hybrid) answer alike."""
+    slo = tmp_path / "slo.toml"
+    slo.write_text("[latency_s]\nttft_p99 = 0.76\n")
+    args = ["--design", "splitwise-hh", "--prompt-range", "10:16", "--token-range", "3:6"]
+    args += ["--perf", "analytic"]  # the performance model the limit was chosen under
+    doc = run_json(capsys, [*args, "--slo", str(slo), "--engine", engine])
+    best = doc["best"]
+    assert best["verified_by"] == ("analytic" if engine == "analytic" else "des")
+    assert best["binding_slo"] == "ttft_p99_latency"
+    assert 0 <= best["slo_headroom"] < 0.05
+    # without the latency limit a slowdown SLO binds, at an optimum no dearer
+    plain = run_json(capsys, [*args, "--engine", engine])["best"]
+    assert plain["binding_slo"] in SLO_KEYS
+    assert plain["cost_usd_per_h"] <= best["cost_usd_per_h"]

@@ -24,7 +24,6 @@ LAYERS = {
     "splitplan.sim": 4,
     "splitplan.search": 5,
     "splitplan.report": 6,
-    "splitplan.bench": 7,
     "splitplan.api": 7,
     "splitplan.cli": 8,
     "splitplan.__main__": 8,

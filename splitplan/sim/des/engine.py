@@ -21,6 +21,17 @@ Model (SPLITWISE.md §4, and the reference simulator's documented behaviour):
 - KV transfer after the prompt: needs room on the token machine (retried every memory_retry_s);
   its duration per request is precomputed (serialized or layer-wise).
 Ties in time are broken: transfers, then machine runs (lowest machine id), then arrivals.
+
+Every per-event choice is O(log machines): the next machine run to complete, the next transfer, and
+the scheduler's least-pending / least-memory machine of each pool come from tournament trees
+(`_tree_set`) that are updated when a key changes, never from a scan. A tree keeps in each node the
+smaller of its children and the left one on ties, so its root is the *lowest-index* minimum —
+exactly what a first-to-last scan with a strict `<` returns — and results do not depend on which
+of the two is used (tests/unit/sim/test_des_per_request.py pins per-request results).
+
+Its arguments and results are spelled once, as `signature.KernelArgs` / `KernelResult`. The kernel
+polls `stop[0]` every `STOP_POLL_EVENTS` events and returns STATUS_INTERRUPTED when it is set
+(run.py sets it when the waiting main thread is interrupted; the kernel releases the GIL).
 """
 
 from __future__ import annotations
@@ -30,6 +41,14 @@ import math
 import numba as nb
 import numpy as np
 
+from splitplan.sim.des.signature import (
+    STATUS_DEADLOCK,
+    STATUS_INTERRUPTED,
+    STATUS_OK,
+    STATUS_UNSTABLE,
+    STOP_POLL_EVENTS,
+)
+
 INF = math.inf
 
 # request stages
@@ -37,36 +56,162 @@ S_NEW, S_PWAIT, S_PRUN, S_XFER, S_TWAIT, S_TRUN, S_DONE = 0, 1, 2, 3, 4, 5, 6
 # pools
 P_PROMPT, P_TOKEN, P_MIXED = 0, 1, 2
 
-STATUS_OK, STATUS_UNSTABLE, STATUS_DEADLOCK = 0, 1, 2
+_N_POOLS = 3
 
 
 @nb.njit(cache=True)
-def _wait_insert(wait, wait_n, m, r, key0, arr):
-    n = wait_n[m]
-    k = key0[r]
-    a = arr[r]
+def _tree_build(v, ix, off, size):
+    # internal nodes of the tree stored at v[off : off + 2·size] from its leaves
+    for node in range(size - 1, 0, -1):
+        lc = off + 2 * node
+        if v[lc] <= v[lc + 1]:
+            v[off + node] = v[lc]
+            ix[off + node] = ix[lc]
+        else:
+            v[off + node] = v[lc + 1]
+            ix[off + node] = ix[lc + 1]
+
+
+@nb.njit(cache=True)
+def _tree_new(n_trees, size):
+    # n_trees tournament trees of `size` leaves (a power of two), every leaf INF
+    v = np.full(n_trees * 2 * size, INF)
+    ix = np.zeros(n_trees * 2 * size, np.int64)
+    for k in range(n_trees):
+        off = k * 2 * size
+        for j in range(size):
+            ix[off + size + j] = j
+        _tree_build(v, ix, off, size)
+    return v, ix
+
+
+@nb.njit(cache=True)
+def _tree_set(v, ix, off, size, j, value):
+    # leaf j := value; climb while the winner of a node changes (left wins ties: lowest index)
+    node = size + j
+    v[off + node] = value
+    node >>= 1
+    while node >= 1:
+        lc = off + 2 * node
+        if v[lc] <= v[lc + 1]:
+            nv = v[lc]
+            ni = ix[lc]
+        else:
+            nv = v[lc + 1]
+            ni = ix[lc + 1]
+        o = off + node
+        if v[o] == nv and ix[o] == ni:
+            break
+        v[o] = nv
+        ix[o] = ni
+        node >>= 1
+
+
+@nb.njit(cache=True)
+def _tree_grow(v, ix, size, used):
+    # one tree with twice the leaves, the first `used` copied
+    nv, nix = _tree_new(1, 2 * size)
+    for j in range(used):
+        nv[2 * size + j] = v[size + j]
+    _tree_build(nv, nix, 0, 2 * size)
+    return nv, nix
+
+
+@nb.njit(cache=True)
+def _pool_min(v, ix, pl, size):
+    # lowest-index machine of pool pl with the least key (-1: pool empty)
+    o = pl * 2 * size + 1
+    if v[o] == INF:
+        return -1
+    return ix[o]
+
+
+@nb.njit(cache=True)
+def _any_min(v, ix, size):
+    # lowest-index machine with the least key over all pools
+    best = -1
+    bv = INF
+    for pl in range(_N_POOLS):
+        o = pl * 2 * size + 1
+        if v[o] == INF:
+            continue
+        if best < 0 or v[o] < bv or (v[o] == bv and ix[o] < best):
+            best = ix[o]
+            bv = v[o]
+    return best
+
+
+# machine-state fields: floats (mf) and integers (mint), one row per machine
+F_RUN_START = 0
+F_RUN_END = 1
+F_DUR = 2
+F_MEM = 3
+F_SCHED_MEM = 4
+F_SCHED_PEND = 5
+F_BUSY = 6
+F_BATCH_TIME = 7
+_NF = 8
+I_WAIT_N = 0
+I_BATCH_N = 1
+I_BATCH_TOK = 2
+I_BATCH_NP = 3
+I_N_ITER = 4
+I_PAUSED = 5
+I_POOL = 6
+I_ITERS = 7
+_NI = 8
+
+
+# request-state fields: integers (rq) and floats (rf), one row per request
+R_STAGE = 0
+R_GEN = 1
+R_PREEMPT = 2
+R_KEY0 = 3
+R_BLOCKED = 4
+R_MARK = 5
+R_RESV = 6
+R_PM = 7
+R_TM = 8
+R_P = 9
+R_OTOK = 10
+_NR = 12  # padded to 96 bytes
+Q_ARR = 0
+Q_KVP = 1
+Q_KVT = 2
+Q_XFER_S = 3
+Q_TTFT = 4
+Q_E2E = 5
+Q_PSTART = 6
+_NQ = 8  # padded to 64 bytes
+
+
+@nb.njit(cache=True)
+def _wait_insert(wait, mint, m, r, rq, rf):
+    n = mint[m, I_WAIT_N]
+    k = rq[r, R_KEY0]
+    a = rf[r, Q_ARR]
     pos = n
     while pos > 0:
-        q = wait[m, pos - 1]
-        if key0[q] < k or (key0[q] == k and arr[q] <= a):
+        q = wait[pos - 1, m]
+        if rq[q, R_KEY0] < k or (rq[q, R_KEY0] == k and rf[q, Q_ARR] <= a):
             break
-        wait[m, pos] = q
+        wait[pos, m] = q
         pos -= 1
-    wait[m, pos] = r
-    wait_n[m] = n + 1
+    wait[pos, m] = r
+    mint[m, I_WAIT_N] = n + 1
 
 
 @nb.njit(cache=True)
-def _need(r, m, stage, kvp, kvt, tm, resv, reserve_decode):
+def _need(r, m, rq, rf, reserve_decode):
     # KV memory a waiting task needs to start: a prompt its p + 1 tokens (plus its decode's when
     # reserving on the same machine), a decode its output tokens unless reserved with its prompt
-    if stage[r] == S_PWAIT:
-        if reserve_decode and tm[r] == m:
-            return kvp[r] + kvt[r]
-        return kvp[r]
-    if resv[r]:
+    if rq[r, R_STAGE] == S_PWAIT:
+        if reserve_decode and rq[r, R_TM] == m:
+            return rf[r, Q_KVP] + rf[r, Q_KVT]
+        return rf[r, Q_KVP]
+    if rq[r, R_RESV]:
         return 0.0
-    return kvt[r]
+    return rf[r, Q_KVT]
 
 
 @nb.njit(cache=True)
@@ -82,7 +227,7 @@ def _iteration_time(c, bt, nd, npr, ctx, ptab, ttab, tctx, mtab, mctx):
     return mtab[c, bt] + mctx[c] * ctx
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def simulate_kernel(
     arr,
     p,
@@ -109,45 +254,55 @@ def simulate_kernel(
     wait_cap,
     prompt_interrupts,
     reserve_decode,
+    stop,
 ):
     n = arr.shape[0]
     M = cls.shape[0]
-    # ---- request state
-    stage = np.zeros(n, np.int64)
-    gen = np.zeros(n, np.int64)
-    preempt = np.zeros(n, np.int64)
-    key0 = np.zeros(n, np.int64)
-    blocked = np.zeros(n, np.bool_)
-    mark = np.zeros(n, np.int64)
-    resv = np.zeros(n, np.bool_)  # decode KV reserved when the prompt started (same machine)
-    pm = np.full(n, -1, np.int64)
-    tm = np.full(n, -1, np.int64)
-    ttft = np.full(n, np.nan)
-    e2e = np.full(n, np.nan)
-    pstart = np.full(n, np.nan)
-    # ---- machine state
-    wait = np.zeros((M, wait_cap), np.int64)
-    wait_n = np.zeros(M, np.int64)
-    batch = np.zeros((M, max_batch), np.int64)
-    batch_n = np.zeros(M, np.int64)
-    batch_tok = np.zeros(M, np.int64)
-    batch_np = np.zeros(M, np.int64)  # prompts in batch
-    run_start = np.zeros(M)
-    run_end = np.full(M, INF)
-    dur = np.zeros(M)
-    n_iter = np.zeros(M, np.int64)
-    paused = np.zeros(M, np.bool_)
-    mem = np.zeros(M)
-    sched_mem = np.zeros(M)
-    sched_pend = np.zeros(M)
-    pool = np.zeros(M, np.int64)
-    busy = np.zeros(M)
-    iters = np.zeros(M, np.int64)
-    batch_time = np.zeros(M)  # Σ batch size × time (for mean batch size)
+    # ---- request state: one row of integers and one of floats per request (the fields an event
+    # touches share cache lines: with many requests in flight, separate arrays cost a miss each)
+    rq = np.zeros((n, _NR), np.int64)
+    rf = np.empty((n, _NQ))
+    for r in range(n):
+        rq[r, R_PM] = -1
+        rq[r, R_TM] = -1
+        rq[r, R_P] = p[r]
+        rq[r, R_OTOK] = otok[r]
+        rf[r, Q_ARR] = arr[r]
+        rf[r, Q_KVP] = kvp[r]
+        rf[r, Q_KVT] = kvt[r]
+        rf[r, Q_XFER_S] = xfer_s[r]
+        rf[r, Q_TTFT] = np.nan
+        rf[r, Q_E2E] = np.nan
+        rf[r, Q_PSTART] = np.nan
+    # ---- machine state: one row per machine (a machine's fields share cache lines, which keeps
+    # large fleets fast), its queue and batch as columns (queue heads of all machines contiguous)
+    mf = np.zeros((M, _NF))
+    mint = np.zeros((M, _NI), np.int64)
     for m in range(M):
-        mem[m] = weights[cls[m]]
-        sched_mem[m] = weights[cls[m]]
-        pool[m] = tag[m]
+        mf[m, F_RUN_END] = INF
+    # only entries below a machine's count are ever read: np.empty leaves the pages of unused
+    # queue depth untouched (np.zeros would write them all — 130 MB at 4,000 machines)
+    wait = np.empty((wait_cap, M), np.int64)
+    batch = np.empty((max_batch, M), np.int64)
+    for m in range(M):
+        mf[m, F_MEM] = weights[cls[m]]
+        mf[m, F_SCHED_MEM] = weights[cls[m]]
+        mint[m, I_POOL] = tag[m]
+    # ---- tournament trees (module docstring): next run end per machine; per pool, the machines'
+    # pending tokens (pt) and committed memory (mt), INF for machines outside the pool
+    S = 1
+    while S < M:
+        S *= 2
+    S2 = 2 * S
+    rt_v, rt_i = _tree_new(1, S)
+    pt_v, pt_i = _tree_new(_N_POOLS, S)
+    mt_v, mt_i = _tree_new(_N_POOLS, S)
+    for m in range(M):
+        _tree_set(pt_v, pt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_PEND])
+        _tree_set(mt_v, mt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_MEM])
+    SX = 64  # transfer slots in the transfer tree (doubles when full)
+    xt_v, xt_i = _tree_new(1, SX)
+    newb = np.empty(max_batch, np.int64)
     # ---- transfers in flight or waiting for memory
     xf_rid = np.zeros(n, np.int64)
     xf_time = np.zeros(n)
@@ -164,28 +319,24 @@ def simulate_kernel(
     # ------------------------------------------------------------------ helpers (inlined loops)
     while True:
         # ---- stability guard: the oldest request must have started each phase within the bound
-        while guard < next_arr and arr[guard] < t - max_backlog_s:
-            s = stage[guard]
-            if s == S_PWAIT or (s == S_TWAIT and gen[guard] == 0 and not blocked[guard]) or s == S_XFER:
+        while guard < next_arr and rf[guard, Q_ARR] < t - max_backlog_s:
+            s = rq[guard, R_STAGE]
+            fresh_decode = s == S_TWAIT and rq[guard, R_GEN] == 0 and not rq[guard, R_BLOCKED]
+            if s == S_PWAIT or fresh_decode or s == S_XFER:
                 status = STATUS_UNSTABLE
                 break
             guard += 1
         if status != STATUS_OK:
             break
+        if (events & (STOP_POLL_EVENTS - 1)) == 0 and stop[0] != 0:
+            status = STATUS_INTERRUPTED
+            break
         # ---- next event
-        t_arr = arr[next_arr] if next_arr < n else INF
-        mi = -1
-        t_m = INF
-        for m in range(M):
-            if run_end[m] < t_m:
-                t_m = run_end[m]
-                mi = m
-        xi = -1
-        t_x = INF
-        for j in range(xf_n):
-            if xf_time[j] < t_x:
-                t_x = xf_time[j]
-                xi = j
+        t_arr = rf[next_arr, Q_ARR] if next_arr < n else INF
+        t_m = rt_v[1]
+        mi = rt_i[1] if t_m < INF else -1
+        t_x = xt_v[1]
+        xi = xt_i[1] if t_x < INF else -1
         if t_x == INF and t_m == INF and t_arr == INF:
             break
         events += 1
@@ -193,110 +344,125 @@ def simulate_kernel(
         if t_x <= t_m and t_x <= t_arr:
             t = t_x
             r = xf_rid[xi]
-            a = pm[r]
-            b = tm[r]
+            a = rq[r, R_PM]
+            b = rq[r, R_TM]
             if not xf_inflight[xi]:
                 # waiting for memory on the token machine
-                if mem[b] + kvp[r] > cap[cls[b]]:
+                if mf[b, F_MEM] + rf[r, Q_KVP] > cap[cls[b]]:
                     xf_time[xi] = t + retry_s
+                    _tree_set(xt_v, xt_i, 0, SX, xi, xf_time[xi])
                     continue
-                mem[b] += kvp[r]
+                mf[b, F_MEM] += rf[r, Q_KVP]
                 xf_inflight[xi] = True
-                xf_time[xi] = t + xfer_s[r]
+                xf_time[xi] = t + rf[r, Q_XFER_S]
+                _tree_set(xt_v, xt_i, 0, SX, xi, xf_time[xi])
                 continue
-            # transfer complete: remove from list
+            # transfer complete: remove from list (the last slot moves into its place)
             xf_n -= 1
             xf_rid[xi] = xf_rid[xf_n]
             xf_time[xi] = xf_time[xf_n]
             xf_inflight[xi] = xf_inflight[xf_n]
-            mem[a] -= kvp[r]
-            sched_mem[a] -= kvp[r]
-            if otok[r] == 0:
-                e2e[r] = t - arr[r]
-                stage[r] = S_DONE
-                mem[b] -= kvp[r]
-                sched_mem[b] -= kvp[r]
-                sched_pend[b] -= 1.0
+            _tree_set(xt_v, xt_i, 0, SX, xi, xf_time[xi])
+            _tree_set(xt_v, xt_i, 0, SX, xf_n, INF)
+            mf[a, F_MEM] -= rf[r, Q_KVP]
+            mf[a, F_SCHED_MEM] -= rf[r, Q_KVP]
+            _tree_set(mt_v, mt_i, mint[a, I_POOL] * S2, S, a, mf[a, F_SCHED_MEM])
+            if rq[r, R_OTOK] == 0:
+                rf[r, Q_E2E] = t - rf[r, Q_ARR]
+                rq[r, R_STAGE] = S_DONE
+                mf[b, F_MEM] -= rf[r, Q_KVP]
+                mf[b, F_SCHED_MEM] -= rf[r, Q_KVP]
+                mf[b, F_SCHED_PEND] -= 1.0
+                _tree_set(mt_v, mt_i, mint[b, I_POOL] * S2, S, b, mf[b, F_SCHED_MEM])
+                _tree_set(pt_v, pt_i, mint[b, I_POOL] * S2, S, b, mf[b, F_SCHED_PEND])
                 wake = b
             else:
-                stage[r] = S_TWAIT
-                key0[r] = 0
-                preempt[r] = 0
-                if wait_n[b] >= wait_cap:
+                rq[r, R_STAGE] = S_TWAIT
+                rq[r, R_KEY0] = 0
+                rq[r, R_PREEMPT] = 0
+                if mint[b, I_WAIT_N] >= wait_cap:
                     status = STATUS_UNSTABLE
                     break
-                _wait_insert(wait, wait_n, b, r, key0, arr)
+                _wait_insert(wait, mint, b, r, rq, rf)
                 wake = -1
                 # task arrival on the token machine
-                if batch_n[b] == 0:
-                    if mem[b] + kvt[r] <= cap[cls[b]]:
+                if mint[b, I_BATCH_N] == 0:
+                    if mf[b, F_MEM] + rf[r, Q_KVT] <= cap[cls[b]]:
                         wake = b
-                elif batch_n[b] < max_batch and batch_tok[b] + 1 <= max_tokens:
-                    if not paused[b] and batch_np[b] == 0:
-                        paused[b] = True
-                        k = math.floor((t - run_start[b]) / dur[b]) + 1
-                        n_iter[b] = k
-                        run_end[b] = run_start[b] + k * dur[b]
+                elif mint[b, I_BATCH_N] < max_batch and mint[b, I_BATCH_TOK] + 1 <= max_tokens:
+                    if not mint[b, I_PAUSED] and mint[b, I_BATCH_NP] == 0:
+                        mint[b, I_PAUSED] = True
+                        k = math.floor((t - mf[b, F_RUN_START]) / mf[b, F_DUR]) + 1
+                        mint[b, I_N_ITER] = k
+                        mf[b, F_RUN_END] = mf[b, F_RUN_START] + k * mf[b, F_DUR]
+                        _tree_set(rt_v, rt_i, 0, S, b, mf[b, F_RUN_END])
             # the freed prompt-side memory may unblock an idle machine
-            if batch_n[a] == 0 and wait_n[a] > 0:
+            if mint[a, I_BATCH_N] == 0 and mint[a, I_WAIT_N] > 0:
                 m = a
             elif wake >= 0:
                 m = wake
             else:
                 continue
-            if batch_n[m] != 0:
+            if mint[m, I_BATCH_N] != 0:
                 continue
             # fall through to start an iteration on machine m (below)
         # ============================================================ machine run completes
         elif t_m <= t_arr:
             t = t_m
             m = mi
-            k = n_iter[m]
-            busy[m] += t - run_start[m]
-            iters[m] += k
-            batch_time[m] += batch_n[m] * (t - run_start[m])
+            k = mint[m, I_N_ITER]
+            mf[m, F_BUSY] += t - mf[m, F_RUN_START]
+            mint[m, I_ITERS] += k
+            mf[m, F_BATCH_TIME] += mint[m, I_BATCH_N] * (t - mf[m, F_RUN_START])
             keep = 0
-            for j in range(batch_n[m]):
-                r = batch[m, j]
-                if stage[r] == S_PRUN:
-                    ttft[r] = t - arr[r]
-                    sched_pend[m] -= p[r]
-                    if tm[r] == m:
-                        if otok[r] == 0:
-                            e2e[r] = ttft[r]
-                            stage[r] = S_DONE
-                            mem[m] -= kvp[r]
-                            sched_mem[m] -= kvp[r] + kvt[r]
-                            sched_pend[m] -= 1.0
+            for j in range(mint[m, I_BATCH_N]):
+                r = batch[j, m]
+                if rq[r, R_STAGE] == S_PRUN:
+                    rf[r, Q_TTFT] = t - rf[r, Q_ARR]
+                    mf[m, F_SCHED_PEND] -= rq[r, R_P]
+                    if rq[r, R_TM] == m:
+                        if rq[r, R_OTOK] == 0:
+                            rf[r, Q_E2E] = rf[r, Q_TTFT]
+                            rq[r, R_STAGE] = S_DONE
+                            mf[m, F_MEM] -= rf[r, Q_KVP]
+                            mf[m, F_SCHED_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
+                            mf[m, F_SCHED_PEND] -= 1.0
                         else:
-                            stage[r] = S_TWAIT
-                            key0[r] = 0
-                            preempt[r] = 0
-                            if wait_n[m] >= wait_cap:
+                            rq[r, R_STAGE] = S_TWAIT
+                            rq[r, R_KEY0] = 0
+                            rq[r, R_PREEMPT] = 0
+                            if mint[m, I_WAIT_N] >= wait_cap:
                                 status = STATUS_UNSTABLE
                                 break
-                            _wait_insert(wait, wait_n, m, r, key0, arr)
+                            _wait_insert(wait, mint, m, r, rq, rf)
                     else:
-                        stage[r] = S_XFER
+                        rq[r, R_STAGE] = S_XFER
+                        if xf_n == SX:
+                            xt_v, xt_i = _tree_grow(xt_v, xt_i, SX, xf_n)
+                            SX *= 2
                         xf_rid[xf_n] = r
                         xf_time[xf_n] = t
                         xf_inflight[xf_n] = False
+                        _tree_set(xt_v, xt_i, 0, SX, xf_n, t)
                         xf_n += 1
                 else:
-                    gen[r] += k
-                    if gen[r] >= otok[r]:
-                        e2e[r] = t - arr[r]
-                        stage[r] = S_DONE
-                        mem[m] -= kvp[r] + kvt[r]
-                        sched_mem[m] -= kvp[r] + kvt[r]
-                        sched_pend[m] -= 1.0
+                    rq[r, R_GEN] += k
+                    if rq[r, R_GEN] >= rq[r, R_OTOK]:
+                        rf[r, Q_E2E] = t - rf[r, Q_ARR]
+                        rq[r, R_STAGE] = S_DONE
+                        mf[m, F_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
+                        mf[m, F_SCHED_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
+                        mf[m, F_SCHED_PEND] -= 1.0
                     else:
-                        batch[m, keep] = r
+                        batch[keep, m] = r
                         keep += 1
             if status != STATUS_OK:
                 break
-            batch_n[m] = keep
-            run_end[m] = INF
+            _tree_set(pt_v, pt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_PEND])
+            if not baseline:  # baselines choose by pending tokens only
+                _tree_set(mt_v, mt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_MEM])
+            mint[m, I_BATCH_N] = keep
+            mf[m, F_RUN_END] = INF  # the iteration started below sets it (and its tree leaf) again
             # fall through to start the next iteration on m
         # ============================================================ arrival
         else:
@@ -304,92 +470,93 @@ def simulate_kernel(
             r = next_arr
             next_arr += 1
             if baseline:
-                best = 0
-                for q in range(1, M):
-                    if sched_pend[q] < sched_pend[best]:
-                        best = q
-                pm[r] = best
-                tm[r] = best
-                sched_pend[best] += p[r] + 1.0
-                sched_mem[best] += kvp[r] + kvt[r]
+                best = _any_min(pt_v, pt_i, S)
+                rq[r, R_PM] = best
+                rq[r, R_TM] = best
+                mf[best, F_SCHED_PEND] += rq[r, R_P] + 1.0
+                mf[best, F_SCHED_MEM] += rf[r, Q_KVP] + rf[r, Q_KVT]
+                _tree_set(pt_v, pt_i, mint[best, I_POOL] * S2, S, best, mf[best, F_SCHED_PEND])
             else:
-                need_t = kvp[r] + kvt[r]
+                need_t = rf[r, Q_KVP] + rf[r, Q_KVT]
                 a = -1
                 for want in (P_PROMPT, P_MIXED):
-                    best = -1
-                    for q in range(M):
-                        if pool[q] == want and (best < 0 or sched_pend[q] < sched_pend[best]):
-                            best = q
-                    if best >= 0 and not (wait_n[best] > 0 and sched_pend[best] + p[r] > prompt_full):
+                    best = _pool_min(pt_v, pt_i, want, S)
+                    if best >= 0 and not (
+                        mint[best, I_WAIT_N] > 0 and mf[best, F_SCHED_PEND] + rq[r, R_P] > prompt_full
+                    ):
                         a = best
                         break
                 b = -1
                 for want in (P_TOKEN, P_MIXED):
-                    best = -1
-                    for q in range(M):
-                        if pool[q] == want and (best < 0 or sched_mem[q] < sched_mem[best]):
-                            best = q
-                    if best >= 0 and not (sched_mem[best] + need_t >= cap[cls[best]]):
+                    best = _pool_min(mt_v, mt_i, want, S)
+                    if best >= 0 and not (mf[best, F_SCHED_MEM] + need_t >= cap[cls[best]]):
                         b = best
                         break
                 if a < 0:
-                    best = -1
-                    for q in range(M):
-                        if pool[q] == P_TOKEN and (best < 0 or sched_pend[q] < sched_pend[best]):
-                            best = q
+                    best = _pool_min(pt_v, pt_i, P_TOKEN, S)
                     if best >= 0:
-                        pool[best] = P_MIXED
+                        _tree_set(pt_v, pt_i, P_TOKEN * S2, S, best, INF)
+                        _tree_set(mt_v, mt_i, P_TOKEN * S2, S, best, INF)
+                        mint[best, I_POOL] = P_MIXED
+                        _tree_set(pt_v, pt_i, P_MIXED * S2, S, best, mf[best, F_SCHED_PEND])
+                        _tree_set(mt_v, mt_i, P_MIXED * S2, S, best, mf[best, F_SCHED_MEM])
                         pool_moves += 1
                         a = best
                 if b < 0:
-                    best = -1
-                    for q in range(M):
-                        if pool[q] == P_PROMPT and (best < 0 or sched_mem[q] < sched_mem[best]):
-                            best = q
+                    best = _pool_min(mt_v, mt_i, P_PROMPT, S)
                     if best >= 0:
-                        pool[best] = P_MIXED
+                        _tree_set(pt_v, pt_i, P_PROMPT * S2, S, best, INF)
+                        _tree_set(mt_v, mt_i, P_PROMPT * S2, S, best, INF)
+                        mint[best, I_POOL] = P_MIXED
+                        _tree_set(pt_v, pt_i, P_MIXED * S2, S, best, mf[best, F_SCHED_PEND])
+                        _tree_set(mt_v, mt_i, P_MIXED * S2, S, best, mf[best, F_SCHED_MEM])
                         pool_moves += 1
                         b = best
                 if a < 0 or b < 0:
-                    best = 0
-                    for q in range(1, M):
-                        if sched_pend[q] < sched_pend[best]:
-                            best = q
+                    best = _any_min(pt_v, pt_i, S)
                     a = best
                     b = best
-                pm[r] = a
-                tm[r] = b
+                rq[r, R_PM] = a
+                rq[r, R_TM] = b
                 if a != b:
-                    sched_mem[a] += kvp[r]
-                    sched_mem[b] += need_t
+                    mf[a, F_SCHED_MEM] += rf[r, Q_KVP]
+                    mf[b, F_SCHED_MEM] += need_t
                 else:
-                    sched_mem[a] += need_t
-                sched_pend[a] += p[r]
-                sched_pend[b] += 1.0
-            m = pm[r]
-            stage[r] = S_PWAIT
-            if wait_n[m] >= wait_cap:
+                    mf[a, F_SCHED_MEM] += need_t
+                mf[a, F_SCHED_PEND] += rq[r, R_P]
+                mf[b, F_SCHED_PEND] += 1.0
+                _tree_set(pt_v, pt_i, mint[a, I_POOL] * S2, S, a, mf[a, F_SCHED_PEND])
+                _tree_set(mt_v, mt_i, mint[a, I_POOL] * S2, S, a, mf[a, F_SCHED_MEM])
+                if b != a:
+                    _tree_set(pt_v, pt_i, mint[b, I_POOL] * S2, S, b, mf[b, F_SCHED_PEND])
+                    _tree_set(mt_v, mt_i, mint[b, I_POOL] * S2, S, b, mf[b, F_SCHED_MEM])
+            m = rq[r, R_PM]
+            rq[r, R_STAGE] = S_PWAIT
+            if mint[m, I_WAIT_N] >= wait_cap:
                 status = STATUS_UNSTABLE
                 break
-            _wait_insert(wait, wait_n, m, r, key0, arr)
-            if batch_n[m] == 0:
-                if mem[m] + kvp[r] > cap[cls[m]]:
+            _wait_insert(wait, mint, m, r, rq, rf)
+            if mint[m, I_BATCH_N] == 0:
+                if mf[m, F_MEM] + rf[r, Q_KVP] > cap[cls[m]]:
                     continue
                 # fall through: start an iteration on m
             else:
-                if batch_n[m] < max_batch and batch_tok[m] + p[r] <= max_tokens:
+                if mint[m, I_BATCH_N] < max_batch and mint[m, I_BATCH_TOK] + rq[r, R_P] <= max_tokens:
                     do_pause = True
-                elif batch_np[m] < batch_n[m] and (
-                    prompt_interrupts or (batch_tok[m] - (batch_n[m] - batch_np[m])) + p[r] <= max_tokens
+                elif mint[m, I_BATCH_NP] < mint[m, I_BATCH_N] and (
+                    prompt_interrupts
+                    or (mint[m, I_BATCH_TOK] - (mint[m, I_BATCH_N] - mint[m, I_BATCH_NP])) + rq[r, R_P]
+                    <= max_tokens
                 ):
                     do_pause = True
                 else:
                     do_pause = False
-                if do_pause and not paused[m] and batch_np[m] == 0:
-                    paused[m] = True
-                    k = math.floor((t - run_start[m]) / dur[m]) + 1
-                    n_iter[m] = k
-                    run_end[m] = run_start[m] + k * dur[m]
+                if do_pause and not mint[m, I_PAUSED] and mint[m, I_BATCH_NP] == 0:
+                    mint[m, I_PAUSED] = True
+                    k = math.floor((t - mf[m, F_RUN_START]) / mf[m, F_DUR]) + 1
+                    mint[m, I_N_ITER] = k
+                    mf[m, F_RUN_END] = mf[m, F_RUN_START] + k * mf[m, F_DUR]
+                    _tree_set(rt_v, rt_i, 0, S, m, mf[m, F_RUN_END])
                 continue
 
         # ================================================================ start an iteration on m
@@ -398,97 +565,96 @@ def simulate_kernel(
         capm = cap[c]
         nbn = 0
         bt = 0
-        memloc = mem[m]
-        newb = np.empty(max_batch, np.int64)
+        memloc = mf[m, F_MEM]
         # pass 1: starved tasks, in queue order
-        for i in range(wait_n[m]):
-            r = wait[m, i]
-            if preempt[r] < max_preempt:
+        for i in range(mint[m, I_WAIT_N]):
+            r = wait[i, m]
+            if rq[r, R_PREEMPT] < max_preempt:
                 break
             if nbn == max_batch:
                 break
-            tpi = p[r] if stage[r] == S_PWAIT else 1
+            tpi = rq[r, R_P] if rq[r, R_STAGE] == S_PWAIT else 1
             if nbn > 0 and bt + tpi > max_tokens:
                 break
-            if mark[r] == epoch:
+            if rq[r, R_MARK] == epoch:
                 continue
-            if blocked[r]:
-                mark[r] = epoch
+            if rq[r, R_BLOCKED]:
+                rq[r, R_MARK] = epoch
                 newb[nbn] = r
                 nbn += 1
                 bt += tpi
                 continue
-            need = _need(r, m, stage, kvp, kvt, tm, resv, reserve_decode)
+            need = _need(r, m, rq, rf, reserve_decode)
             if need + memloc <= capm:
-                mark[r] = epoch
+                rq[r, R_MARK] = epoch
                 newb[nbn] = r
                 nbn += 1
                 bt += tpi
                 memloc += need
         # pass 2: waiting prompts, FCFS
-        for i in range(wait_n[m]):
-            r = wait[m, i]
-            if stage[r] != S_PWAIT:
+        for i in range(mint[m, I_WAIT_N]):
+            r = wait[i, m]
+            if rq[r, R_STAGE] != S_PWAIT:
                 continue
             if nbn == max_batch:
                 break
-            if nbn > 0 and bt + p[r] > max_tokens:
+            if nbn > 0 and bt + rq[r, R_P] > max_tokens:
                 break
-            if mark[r] == epoch:
+            if rq[r, R_MARK] == epoch:
                 continue
-            need = _need(r, m, stage, kvp, kvt, tm, resv, reserve_decode)
+            need = _need(r, m, rq, rf, reserve_decode)
             if need + memloc <= capm:
-                mark[r] = epoch
+                rq[r, R_MARK] = epoch
                 newb[nbn] = r
                 nbn += 1
-                bt += p[r]
+                bt += rq[r, R_P]
                 memloc += need
             else:
                 break
         # pass 3: preempted decodes
-        for i in range(wait_n[m]):
-            r = wait[m, i]
-            if not blocked[r]:
+        for i in range(mint[m, I_WAIT_N]):
+            r = wait[i, m]
+            if not rq[r, R_BLOCKED]:
                 continue
             if nbn == max_batch or (nbn > 0 and bt + 1 > max_tokens):
                 break
-            if mark[r] == epoch:
+            if rq[r, R_MARK] == epoch:
                 continue
-            mark[r] = epoch
+            rq[r, R_MARK] = epoch
             newb[nbn] = r
             nbn += 1
             bt += 1
         # pass 4: the previous batch's decodes
-        for j in range(batch_n[m]):
-            r = batch[m, j]
+        for j in range(mint[m, I_BATCH_N]):
+            r = batch[j, m]
             if nbn == max_batch or (nbn > 0 and bt + 1 > max_tokens):
                 break
-            if mark[r] == epoch:
+            if rq[r, R_MARK] == epoch:
                 continue
-            mark[r] = epoch
+            rq[r, R_MARK] = epoch
             newb[nbn] = r
             nbn += 1
             bt += 1
         # pass 5: other waiting tasks in queue order (the admission steps of pass 1 are spelled out
         # again on purpose: a shared helper measured about 2x slower in the compiled loop)
-        for i in range(wait_n[m]):
-            r = wait[m, i]
+        for i in range(mint[m, I_WAIT_N]):
+            r = wait[i, m]
             if nbn == max_batch:
                 break
-            if mark[r] == epoch:
+            if rq[r, R_MARK] == epoch:
                 continue
-            tpi = p[r] if stage[r] == S_PWAIT else 1
+            tpi = rq[r, R_P] if rq[r, R_STAGE] == S_PWAIT else 1
             if nbn > 0 and bt + tpi > max_tokens:
                 break
-            if blocked[r]:
-                mark[r] = epoch
+            if rq[r, R_BLOCKED]:
+                rq[r, R_MARK] = epoch
                 newb[nbn] = r
                 nbn += 1
                 bt += tpi
                 continue
-            need = _need(r, m, stage, kvp, kvt, tm, resv, reserve_decode)
+            need = _need(r, m, rq, rf, reserve_decode)
             if need + memloc <= capm:
-                mark[r] = epoch
+                rq[r, R_MARK] = epoch
                 newb[nbn] = r
                 nbn += 1
                 bt += tpi
@@ -496,75 +662,90 @@ def simulate_kernel(
             else:
                 break
         # preempt old-batch decodes that were not kept
-        for j in range(batch_n[m]):
-            r = batch[m, j]
-            if mark[r] != epoch:
-                blocked[r] = True
-                stage[r] = S_TWAIT
-                preempt[r] += 1
-                key0[r] = preempt[r]
-                if wait_n[m] >= wait_cap:
+        for j in range(mint[m, I_BATCH_N]):
+            r = batch[j, m]
+            if rq[r, R_MARK] != epoch:
+                rq[r, R_BLOCKED] = True
+                rq[r, R_STAGE] = S_TWAIT
+                rq[r, R_PREEMPT] += 1
+                rq[r, R_KEY0] = rq[r, R_PREEMPT]
+                if mint[m, I_WAIT_N] >= wait_cap:
                     status = STATUS_UNSTABLE
                     break
-                _wait_insert(wait, wait_n, m, r, key0, arr)
+                _wait_insert(wait, mint, m, r, rq, rf)
         if status != STATUS_OK:
             break
         # remove the selected tasks from the queue; everyone left waiting counts a preemption
         w = 0
-        for i in range(wait_n[m]):
-            r = wait[m, i]
-            if mark[r] == epoch:
+        for i in range(mint[m, I_WAIT_N]):
+            r = wait[i, m]
+            if rq[r, R_MARK] == epoch:
                 continue
-            preempt[r] += 1
-            wait[m, w] = r
+            rq[r, R_PREEMPT] += 1
+            wait[w, m] = r
             w += 1
-        wait_n[m] = w
+        mint[m, I_WAIT_N] = w
         nprompt = 0
         ctx = 0.0
         kmin = 1 << 62
         for j in range(nbn):
             r = newb[j]
-            batch[m, j] = r
-            s = stage[r]
+            batch[j, m] = r
+            s = rq[r, R_STAGE]
             if s == S_PWAIT:
-                stage[r] = S_PRUN
-                mem[m] += kvp[r]
-                if reserve_decode and tm[r] == m:
-                    mem[m] += kvt[r]
-                    resv[r] = True
-                pstart[r] = t
+                rq[r, R_STAGE] = S_PRUN
+                mf[m, F_MEM] += rf[r, Q_KVP]
+                if reserve_decode and rq[r, R_TM] == m:
+                    mf[m, F_MEM] += rf[r, Q_KVT]
+                    rq[r, R_RESV] = True
+                rf[r, Q_PSTART] = t
                 nprompt += 1
             else:
                 if s == S_TWAIT:
-                    if blocked[r]:
-                        blocked[r] = False
-                    elif not resv[r]:
-                        mem[m] += kvt[r]
-                    stage[r] = S_TRUN
-                if stage[r] == S_TRUN:
-                    ctx += p[r] + gen[r]
-                    rem = otok[r] - gen[r]
+                    if rq[r, R_BLOCKED]:
+                        rq[r, R_BLOCKED] = False
+                    elif not rq[r, R_RESV]:
+                        mf[m, F_MEM] += rf[r, Q_KVT]
+                    rq[r, R_STAGE] = S_TRUN
+                if rq[r, R_STAGE] == S_TRUN:
+                    ctx += rq[r, R_P] + rq[r, R_GEN]
+                    rem = rq[r, R_OTOK] - rq[r, R_GEN]
                     if rem < kmin:
                         kmin = rem
-        batch_n[m] = nbn
-        batch_tok[m] = bt
-        batch_np[m] = nprompt
-        paused[m] = False
+        mint[m, I_BATCH_N] = nbn
+        mint[m, I_BATCH_TOK] = bt
+        mint[m, I_BATCH_NP] = nprompt
+        mint[m, I_PAUSED] = False
         if nbn == 0:
-            run_end[m] = INF
-            if wait_n[m] == 0 and pool[m] == P_MIXED:
-                pool[m] = tag[m]
+            mf[m, F_RUN_END] = INF
+            _tree_set(rt_v, rt_i, 0, S, m, INF)
+            if mint[m, I_WAIT_N] == 0 and mint[m, I_POOL] == P_MIXED and tag[m] != P_MIXED:
+                _tree_set(pt_v, pt_i, P_MIXED * S2, S, m, INF)
+                _tree_set(mt_v, mt_i, P_MIXED * S2, S, m, INF)
+                mint[m, I_POOL] = tag[m]
+                _tree_set(pt_v, pt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_PEND])
+                _tree_set(mt_v, mt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_MEM])
             continue
         d = _iteration_time(c, bt, nbn - nprompt, nprompt, ctx, ptab, ttab, tctx, mtab, mctx)
         kk = 1 if nprompt > 0 else kmin
-        dur[m] = d
-        n_iter[m] = kk
-        run_start[m] = t
-        run_end[m] = t + d * kk
+        mf[m, F_DUR] = d
+        mint[m, I_N_ITER] = kk
+        mf[m, F_RUN_START] = t
+        mf[m, F_RUN_END] = t + d * kk
+        _tree_set(rt_v, rt_i, 0, S, m, mf[m, F_RUN_END])
 
     if status == STATUS_OK:
         for r in range(n):
-            if stage[r] != S_DONE:
+            if rq[r, R_STAGE] != S_DONE:
                 status = STATUS_DEADLOCK
                 break
+    busy = mf[:, F_BUSY].copy()
+    iters = mint[:, I_ITERS].copy()
+    batch_time = mf[:, F_BATCH_TIME].copy()
+    ttft = rf[:, Q_TTFT].copy()
+    e2e = rf[:, Q_E2E].copy()
+    pstart = rf[:, Q_PSTART].copy()
+    pm = rq[:, R_PM].copy()
+    tm = rq[:, R_TM].copy()
+    preempt = rq[:, R_PREEMPT].copy()
     return (status, ttft, e2e, pstart, pm, tm, preempt, busy, iters, batch_time, pool_moves, events, t)

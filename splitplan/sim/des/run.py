@@ -2,26 +2,35 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
+from typing import NamedTuple
 
 import numpy as np
 
 from splitplan.design import ClusterConfig
 from splitplan.errors import InputError
 from splitplan.perf import kv_capacity_bytes
+from splitplan.sim.des.signature import (
+    STATUS_DEADLOCK,
+    STATUS_INTERRUPTED,
+    STATUS_OK,
+    STATUS_UNSTABLE,
+    KernelArgs,
+    KernelResult,
+)
+from splitplan.sim.kv_transfer import kv_transfer_s, link_bytes_per_s  # noqa: F401 (sim.des exports them)
 from splitplan.sim.result import RequestMetrics, SimResult
 from splitplan.sim.scenario import Scenario
 from splitplan.slo import percentiles, reference_latencies, verdict
 
 MIN_ITERATION_S = 1e-6  # extrapolated profile curves must never yield a non-positive time
 WAIT_CAPACITY = 4096  # waiting tasks per machine before the run is declared unstable
-
-# Layer-wise transfer hides all but a near-constant tail (SPLITWISE.md §4): ~8 ms on 200 GB/s links
-# (A100 machines), ~5 ms on faster ones (H100).
-LAYERWISE_SLOW_LINK_S = 0.008
-LAYERWISE_FAST_LINK_S = 0.005
-FAST_LINK_BYTES_PER_S = 300e9
+transfer_times_s = kv_transfer_s  # the name sim.des has exported (the rule: sim/kv_transfer.py)
 
 
 def _tables(scenario: Scenario, config: ClusterConfig, n_tokens: int, max_batch: int):
@@ -49,28 +58,12 @@ def _tables(scenario: Scenario, config: ClusterConfig, n_tokens: int, max_batch:
     return ptab, ttab, tctx, mtab, mctx
 
 
-def link_bytes_per_s(scenario: Scenario, config: ClusterConfig) -> float:
-    if scenario.sim.link_bytes_per_s is not None:
-        return float(scenario.sim.link_bytes_per_s)
-    d = config.design
-    return float(min(d.prompt.type.interconnect_bytes_per_s, d.token.type.interconnect_bytes_per_s))
-
-
-def transfer_times_s(scenario: Scenario, config: ClusterConfig, prompt_tokens: np.ndarray) -> np.ndarray:
-    """KV-cache transfer time per request once its prompt is done (what is not overlapped)."""
-    link = link_bytes_per_s(scenario, config)
-    serialized = prompt_tokens * scenario.kv_bytes_per_token / link
-    if scenario.sim.kv_transfer == "serialized":
-        return serialized
-    tail = scenario.sim.layerwise_overhead_s
-    if tail is None:
-        tail = LAYERWISE_FAST_LINK_S if link >= FAST_LINK_BYTES_PER_S else LAYERWISE_SLOW_LINK_S
-    layerwise = prompt_tokens >= scenario.sim.layerwise_min_prompt_tokens
-    return np.where(layerwise, np.minimum(tail, serialized), serialized)
-
-
 def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
-    """Simulate one configuration on the scenario's workload, request by request."""
+    """Simulate one configuration on the scenario's workload, request by request.
+
+    Ctrl-C (or SIGTERM under `sigterm_raises_keyboard_interrupt`) during the simulation stops the
+    compiled loop within about a millisecond and raises a clean KeyboardInterrupt (`run_kernel`).
+    """
     sim = scenario.sim
     design = config.design
     wl = scenario.workload
@@ -102,86 +95,164 @@ def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
         n_machines = config.prompt_machines + config.token_machines
         cls = np.r_[np.zeros(config.prompt_machines, np.int64), np.ones(config.token_machines, np.int64)]
         tag = cls.copy()
-        xfer = transfer_times_s(scenario, config, p.astype(np.float64))
+        xfer = kv_transfer_s(scenario, design, p)
 
-    kernel = _kernel()
-    start = time.perf_counter()
-    raw = kernel(
-        wl.arrival_s,
-        p,
-        otok,
-        kvp,
-        kvt,
-        xfer,
-        cls,
-        tag,
-        design.is_baseline,
-        caps,
-        weights,
-        ptab,
-        ttab,
-        tctx,
-        mtab,
-        mctx,
-        sim.max_batch_size,
-        sim.max_batch_tokens,
-        sim.max_preemptions,
-        float(sim.prompt_full_tokens),
-        float(sim.memory_retry_s),
-        float(sim.max_backlog_s),
-        min(WAIT_CAPACITY, len(p)) + 1,
-        sim.prompt_interrupts_decodes == "always"
+    args = KernelArgs(
+        arr=wl.arrival_s,
+        p=p,
+        otok=otok,
+        kvp=kvp,
+        kvt=kvt,
+        xfer_s=xfer,
+        cls=cls,
+        tag=tag,
+        baseline=design.is_baseline,
+        cap=caps,
+        weights=weights,
+        ptab=ptab,
+        ttab=ttab,
+        tctx=tctx,
+        mtab=mtab,
+        mctx=mctx,
+        max_batch=sim.max_batch_size,
+        max_tokens=sim.max_batch_tokens,
+        max_preempt=sim.max_preemptions,
+        prompt_full=sim.prompt_full_tokens,
+        retry_s=sim.memory_retry_s,
+        max_backlog_s=sim.max_backlog_s,
+        wait_cap=min(WAIT_CAPACITY, len(p)) + 1,
+        prompt_interrupts=sim.prompt_interrupts_decodes == "always"
         or (sim.prompt_interrupts_decodes == "baseline" and design.is_baseline),
-        bool(sim.prompt_reserves_decode_kv),
-    )
-    wall = time.perf_counter() - start
-    return _result(config, scenario, raw, cls, wall)
+        reserve_decode=sim.prompt_reserves_decode_kv,
+        stop=np.zeros(1, np.int64),
+    ).frozen()
+    run = run_kernel(args)
+    return _result(config, scenario, run, cls)
+
+
+class KernelRun(NamedTuple):
+    result: KernelResult
+    wall_s: float  # the kernel's wall time (no compile, load or thread start)
+    cpu_s: float  # CPU time of the thread that ran it (benchmarks on shared machines)
+
+
+def run_kernel(args: KernelArgs) -> KernelRun:
+    """Run the compiled event loop on `args`: its result, wall time and CPU time.
+
+    Interruptible: called from the main thread, the kernel (which releases the GIL) runs in a
+    worker thread while the main thread waits, so Ctrl-C — or any exception a signal handler
+    raises, e.g. one installed by `sigterm_raises_keyboard_interrupt` — reaches Python at once.
+    The waiting thread then sets `args.stop`, the kernel returns within `STOP_POLL_EVENTS`
+    events (about a millisecond), and the exception propagates: a clean KeyboardInterrupt, no
+    half-finished result. From other threads (signals only reach the main thread) the kernel runs
+    in the calling thread; setting `args.stop` from elsewhere stops it too (KeyboardInterrupt).
+    The wall time excludes loading or compiling the kernel (done once per process by `_kernel`).
+    """
+    kernel = _kernel()
+    box: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            start, cpu = time.perf_counter(), time.thread_time()
+            box["raw"] = kernel(*args)
+            box["wall"] = time.perf_counter() - start
+            box["cpu"] = time.thread_time() - cpu
+        except BaseException as exc:  # pragma: no cover - the kernel raises nothing by design
+            box["error"] = exc
+
+    if threading.current_thread() is threading.main_thread():
+        worker = threading.Thread(target=work, name="splitplan-des-kernel")
+        worker.start()
+        try:
+            worker.join()
+        except BaseException:
+            args.stop[0] = 1
+            while worker.is_alive():
+                try:
+                    worker.join()
+                except BaseException:  # a second Ctrl-C while the kernel stops (≤ ~1 ms): wait
+                    continue
+            raise
+    else:
+        work()
+    if "error" in box:  # pragma: no cover
+        raise box["error"]  # type: ignore[misc]
+    raw = KernelResult._make(box["raw"])  # type: ignore[arg-type]
+    if raw.status == STATUS_INTERRUPTED:
+        raise KeyboardInterrupt("simulation stopped")
+    return KernelRun(raw, float(box["wall"]), float(box["cpu"]))  # type: ignore[arg-type]
+
+
+@contextmanager
+def sigterm_raises_keyboard_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises KeyboardInterrupt in the main thread (as Ctrl-C does), so
+    a terminated run stops a simulation cleanly like an interrupted one; the previous handler is
+    restored on exit. Outside the main thread it does nothing (Python only sets handlers there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @cache
 def _kernel():
     """The compiled event loop, loaded (or compiled, first time only) and warmed once per process.
 
-    Loading numba's cached machine code is process start-up, not simulation: `sim_wall_s` excludes it.
+    The warm-up goes through `KernelArgs.frozen()` like every real call, so it loads the one
+    specialization real calls use: `sim_wall_s` never includes compiling or loading.
     """
     from splitplan.sim.des.engine import simulate_kernel
 
     one = np.ones(1)
     ione = np.ones(1, np.int64)
     tab = np.ones((2, 8))
-    simulate_kernel(
-        np.zeros(1),
-        ione * 2,
-        ione,
-        one,
-        one,
-        one,
-        np.zeros(1, np.int64),
-        np.full(1, 2, np.int64),
-        True,
-        np.full(2, 10.0),
-        np.zeros(2),
-        np.ones((2, 2, 8)),
-        tab,
-        np.zeros(2),
-        tab,
-        np.zeros(2),
-        4,
-        4,
-        4,
-        8.0,
-        1.0,
-        10.0,
-        2,
-        True,
-        True,
-    )
+    warm = KernelArgs(
+        arr=np.zeros(1),
+        p=ione * 2,
+        otok=ione,
+        kvp=one,
+        kvt=one,
+        xfer_s=one,
+        cls=np.zeros(1, np.int64),
+        tag=np.full(1, 2, np.int64),
+        baseline=True,
+        cap=np.full(2, 10.0),
+        weights=np.zeros(2),
+        ptab=np.ones((2, 2, 8)),
+        ttab=tab,
+        tctx=np.zeros(2),
+        mtab=tab,
+        mctx=np.zeros(2),
+        max_batch=4,
+        max_tokens=4,
+        max_preempt=4,
+        prompt_full=8.0,
+        retry_s=1.0,
+        max_backlog_s=10.0,
+        wait_cap=2,
+        prompt_interrupts=True,
+        reserve_decode=True,
+        stop=np.zeros(1, np.int64),
+    ).frozen()
+    simulate_kernel(*warm)
     return simulate_kernel
 
 
-def _result(config, scenario, raw, cls, wall) -> SimResult:
-    """The kernel's raw output (`raw`, in the order simulate_kernel returns it) as a SimResult."""
-    (status, ttft, e2e, pstart, pm, tm, preempt, busy, iters, batch_time, pool_moves, events, t_end) = raw
+def _result(config, scenario, run: KernelRun, cls) -> SimResult:
+    """The kernel's result as a SimResult."""
+    raw = run.result
+    status, ttft, e2e, pstart = raw.status, raw.ttft_s, raw.e2e_s, raw.prompt_start_s
+    pm, tm, preempt = raw.prompt_machine, raw.token_machine, raw.preemptions
+    busy, iters, batch_time = raw.busy_s, raw.iterations, raw.batch_time
+    pool_moves, events, t_end = raw.pool_moves, raw.events, raw.end_s
     wl = scenario.workload
     o = wl.output_tokens.astype(np.float64)
     tbt = (e2e - ttft) / o
@@ -191,7 +262,7 @@ def _result(config, scenario, raw, cls, wall) -> SimResult:
     sd_ttft, sd_tbt, sd_e2e = ttft / ref_ttft, tbt / ref_tbt, e2e / ref_e2e
     counted = wl.arrival_s >= scenario.sim.warmup_s
     completed = np.isfinite(e2e)
-    stable = status == 0
+    stable = status == STATUS_OK
 
     def pct(x: np.ndarray) -> np.ndarray:
         # unfinished requests count as infinitely slow, so they push the tail past any limit
@@ -214,9 +285,9 @@ def _result(config, scenario, raw, cls, wall) -> SimResult:
     if config.design.is_baseline:
         util = {"machines": util["prompt"]}
     notes = {
-        0: (),
-        1: ("unstable: the backlog grew without bound; the run was stopped",),
-        2: ("deadlock: admitted prompts hold all KV memory and their decodes cannot start",),
+        STATUS_OK: (),
+        STATUS_UNSTABLE: ("unstable: the backlog grew without bound; the run was stopped",),
+        STATUS_DEADLOCK: ("deadlock: admitted prompts hold all KV memory and their decodes cannot start",),
     }[status]
     per_request = RequestMetrics(
         arrival_s=wl.arrival_s,
@@ -246,7 +317,7 @@ def _result(config, scenario, raw, cls, wall) -> SimResult:
         stable=stable,
         throughput_rps=float(completed.sum() / span),
         utilization=util,
-        sim_wall_s=wall,
+        sim_wall_s=run.wall_s,
         per_request=per_request,
         extra={
             "events": float(events),
@@ -254,6 +325,7 @@ def _result(config, scenario, raw, cls, wall) -> SimResult:
             "mean_batch_size": float(batch_time.sum() / max(busy.sum(), 1e-12)),
             "iterations": float(total_iters),
             "end_s": float(t_end),
+            "sim_cpu_s": run.cpu_s,
         },
         notes=notes,
     )

@@ -15,8 +15,10 @@ from splitplan.perf import PerfModel, get_perf_model, prompt_cap_factor, token_c
 from splitplan.perf.analytic import (
     AnalyticCoefficients,
     AnalyticPerfModel,
-    _touched_weight_bytes,
     load_coefficients,
+)
+from splitplan.perf.analytic import (
+    touched_weight_bytes as _touched_weight_bytes,
 )
 
 LLAMA = get_model("llama2-70b")
@@ -166,15 +168,19 @@ def test_cap_factor_curves() -> None:
 def test_moe_touches_experts_by_batch() -> None:
     mixtral = get_model("mixtral-8x7b")
     b = np.array([1.0, 2.0, 8.0, 64.0, 512.0])
-    touched = _touched_weight_bytes(mixtral, b)
+    touched = _touched_weight_bytes(mixtral, b, mixtral.dtype_bytes)
     assert np.all(np.diff(touched) > 0)
     assert touched[0] == pytest.approx(mixtral.active_params * mixtral.dtype_bytes, rel=1e-9)
     assert touched[-1] <= mixtral.weight_bytes
     assert touched[-1] == pytest.approx(mixtral.weight_bytes, rel=1e-6)
-    np.testing.assert_allclose(_touched_weight_bytes(LLAMA, b), LLAMA.weight_bytes)
+    np.testing.assert_allclose(_touched_weight_bytes(LLAMA, b, LLAMA.dtype_bytes), LLAMA.weight_bytes)
+    # fp8 weights: half the bytes of every weight read
+    np.testing.assert_allclose(_touched_weight_bytes(mixtral, b, 1.0), touched / 2)
     # Linear-layer FLOPs use active parameters: a sparse model decodes faster than a dense one of
     # the same total size would.
-    dense = dataclasses.replace(mixtral, name="dense", active_params=mixtral.params)
+    dense = dataclasses.replace(
+        mixtral, name="dense", active_params=mixtral.params, experts=1, experts_per_token=1
+    )
     c = AnalyticCoefficients()
     assert AnalyticPerfModel(mixtral, H100, c).token_time_s(1, 0) < AnalyticPerfModel(
         dense, H100, c

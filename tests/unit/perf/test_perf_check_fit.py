@@ -55,8 +55,9 @@ def test_hardware_mapping() -> None:
     assert m.power_cap == 0.7
     assert machine_for_hardware("a100-80gb", 8).power_cap == 1.0
     m4 = machine_for_hardware("a100-80gb", 4)
-    assert m4.type.gpus == 4
-    assert m4.type.tensor_parallel == 4
+    assert m4.type.gpus == 8  # a TP4 instance on the catalog's 8-GPU node
+    assert m4.tensor_parallel == 4
+    assert m4.memory_bytes == 4 * m4.type.gpu.memory_bytes
     with pytest.raises(CatalogError, match="z100"):
         machine_for_hardware("z100-80gb", 8)
 
@@ -74,7 +75,16 @@ def test_check_exact_model_scores_zero(tmp_path) -> None:
     assert res.token_mape < 1e-9
     doc = res.to_json()
     assert set(doc["overall"]) == {"prompt_mape", "token_mape"}
-    assert set(doc["groups"][0]) == {"model", "hardware", "tensor_parallel", "phase", "mape", "n"}
+    assert set(doc["groups"][0]) == {
+        "model",
+        "hardware",
+        "tensor_parallel",
+        "phase",
+        "mape",
+        "n",
+        "precision",
+        "source",
+    }
 
 
 def test_check_profile_mode_is_seeded_split(tmp_path) -> None:

@@ -14,9 +14,9 @@ def test_optimistic_screen_still_yields_a_des_verified_answer():
     req = SearchRequest(
         prompt_gpus=("h100-80gb",),
         token_gpus=("a100-80gb",),
-        token_power_cap="0.5:1.0",
-        prompt_range="1:10",
-        token_range="1:10",
+        token_power_cap=(0.5, 1.0),
+        prompt_range=(1, 10),
+        token_range=(1, 10),
         workload=WorkloadRequest(workload="coding", rate_rps=20, duration_s=30),
         seed=0,
     )
@@ -47,10 +47,10 @@ def test_optuna_beats_random_sampling_of_equal_des_budget_on_4d(seed):
     req = SearchRequest(
         prompt_gpus=gpus,
         token_gpus=gpus,
-        prompt_power_cap="0.5:1.0",
-        token_power_cap="0.5:1.0",
-        prompt_range="1:12",
-        token_range="1:12",
+        prompt_power_cap=(0.5, 1.0),
+        token_power_cap=(0.5, 1.0),
+        prompt_range=(1, 12),
+        token_range=(1, 12),
         workload=wr,
         seed=seed,
         trials=120,

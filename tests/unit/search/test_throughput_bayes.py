@@ -21,7 +21,7 @@ from splitplan.search import (
     run_search,
     scale_rate,
 )
-from splitplan.search.throughput import maximal_splits
+from splitplan.search.rates import maximal_splits
 from splitplan.workload.base import Workload
 
 ISO_POWER_KW = named_budget("iso-power")[0]

@@ -48,6 +48,30 @@ def test_erlang_c_matches_the_closed_form(c: int, a: float) -> None:
     assert erlang_c(np.array([c]), np.array([a]))[0] == pytest.approx(erlang_c_direct(c, a), rel=1e-9)
 
 
+def erlang_c_recursion(c: np.ndarray, a: np.ndarray) -> np.ndarray:
+    # the Erlang-B recursion B(k) = a·B(k−1) / (k + a·B(k−1)), c steps (the former implementation)
+    b = np.ones(a.shape)
+    out = np.ones(a.shape)
+    for k in range(1, int(c.max()) + 1):
+        b = a * b / (k + a * b)
+        out[c == k] = b[c == k]
+    rho = a / c
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pw = out / (1.0 - rho * (1.0 - out))
+    return np.where(rho >= 1.0, 1.0, np.clip(pw, 0.0, 1.0))
+
+
+def test_erlang_c_agrees_with_the_recursion_up_to_thousands_of_servers() -> None:
+    rng = np.random.default_rng(5)
+    c = rng.integers(1, 3000, 20_000)
+    a = rng.uniform(0.0, 1.2, c.size) * c
+    a[:50] = 0.0
+    got, want = erlang_c(c, a), erlang_c_recursion(c, a)
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-280)
+    assert np.all(got[:50] == 0.0)
+
+
 def test_erlang_c_single_server_is_utilization_and_overload_is_certain_wait() -> None:
     rho = np.array([0.1, 0.5, 0.9])
     assert np.allclose(erlang_c(np.ones(3, dtype=int), rho), rho)
@@ -242,3 +266,18 @@ def test_sample_quantiles_are_stratified_within_every_size_stratum(coding: Scena
             k = len(part)
             assert np.max(np.abs(np.sort(u[part]) - (np.arange(k) + 0.5) / k)) < 0.025
         assert np.all(np.isfinite(s.z))
+
+
+@pytest.mark.parametrize("perf", ["analytic", "profile"])
+def test_baseline_mixed_means_by_distinct_sizes_equal_the_mean_over_requests(perf, profile_csv) -> None:
+    # the table is built from the distinct prompt sizes (memory independent of the request count);
+    # it must equal the mean over every request of the mixed-iteration time at each batch
+    wl = make_workload("conversation", rate_rps=50, duration_s=60, seed=4)
+    source = str(profile_csv) if perf == "profile" else perf
+    sc = Scenario(workload=wl, model=get_model("llama2-70b"), perf=source)
+    model = sc.perf_model(get_design("baseline-h100").prompt)
+    p = wl.prompt_tokens.astype(np.float64)
+    grid = np.linspace(0.0, 1.0, 96) ** 2 * 300.0
+    direct = np.asarray(model.mixed_time_s(p[None, :] + grid[:, None], (grid * 900.0)[:, None])).mean(axis=1)
+    assert len(np.unique(p)) < len(p) / 2  # the case exercises repeated sizes
+    np.testing.assert_allclose(analytic._mixed_means(model, p, grid, 900.0), direct, rtol=1e-12)

@@ -1,0 +1,59 @@
+"""The CLI's string options as typed values — the library takes numbers and tuples, never text.
+
+Errors name the option (`--prompt-range`), since only the CLI knows it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+from collections.abc import Iterator
+
+from splitplan.errors import InputError
+
+_RANGE = re.compile(r"^\s*(\d+)\s*(?::\s*(\d+)\s*)?$")
+
+
+def parse_range(text: str, option: str, *, single: bool = False) -> tuple[int, int]:
+    """ "A:B" (inclusive, 1 ≤ A ≤ B) → (A, B); with `single`, "N" means N:N too."""
+    m = _RANGE.match(str(text))
+    if not m or (m.group(2) is None and not single):
+        form = "A:B or N" if single else "A:B"
+        raise InputError(f"{option} must look like {form} with whole numbers, got {text!r}")
+    lo = int(m.group(1))
+    hi = lo if m.group(2) is None else int(m.group(2))
+    if lo < 1 or hi < lo:
+        raise InputError(f"{option} needs 1 ≤ A ≤ B, got {text!r}")
+    return lo, hi
+
+
+def parse_cap(text: str, option: str) -> float | tuple[float, float]:
+    """A power cap "0.7" (fixed) or an interval "0.5:1.0" (a search dimension)."""
+    parts = str(text).split(":")
+    try:
+        values = [float(x) for x in parts]
+    except ValueError:
+        values = []
+    if len(values) not in (1, 2) or not all(math.isfinite(v) for v in values):
+        raise InputError(f"{option} must be a number or LO:HI, got {text!r}")
+    return values[0] if len(values) == 1 else (values[0], values[1])
+
+
+@contextlib.contextmanager
+def library_errors_as_flags() -> Iterator[None]:
+    """Re-raise a library InputError with its parameter names spelled as this CLI's options.
+
+    The library names its parameters in backticks (`max_machines`, `prompt_range`); a user of the
+    CLI typed `--max-machines`, `--prompt-range`.
+    """
+    try:
+        yield
+    except InputError as exc:
+        text = _PARAM.sub(lambda m: "--" + _FLAG.get(m.group(1), m.group(1)).replace("_", "-"), str(exc))
+        raise InputError(text) from None
+
+
+# library parameter → CLI option where the names differ (repeatable options are singular)
+_FLAG = {"prompt_gpus": "prompt_gpu", "token_gpus": "token_gpu", "split_seed": "seed"}
+_PARAM = re.compile(r"`([a-z][a-z0-9_]*)`")

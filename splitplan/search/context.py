@@ -1,0 +1,144 @@
+"""Layer 5: the search context — what every strategy shares while it solves one problem.
+
+The context is to the strategies (`cost_grid`, `throughput`, `bayes`) what an Optuna study is to
+its samplers: it holds the problem, the evaluator, where tasks run (`Runner`), the finished DES
+verdicts (`PointStore`) and the ledger of every verdict this run made, and it offers the common
+preamble of a grid strategy (`space_grid`: a space's design, count grid, cost, power, budget mask
+and the one tie-break). Strategies import it; it imports none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from splitplan.design import Design
+from splitplan.search.evaluate import Decision, Evaluator
+from splitplan.search.grid import CachedEvaluator, Grid, PointKey, make_grid
+from splitplan.search.objective import Objective, best_index
+from splitplan.search.parallel import ProgressSink, Runner
+from splitplan.search.problem import DesignSpace, SearchProblem
+from splitplan.search.store import PointStore
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+def call(fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)`: the one top-level task function every strategy hands to `Runner.map`."""
+    return fn(*args)
+
+
+@dataclass(frozen=True, slots=True)
+class SpaceGrid:
+    """One design space's count grid with the cost, power and budget verdict of every point."""
+
+    space: DesignSpace
+    design: Design
+    grid: Grid
+    p: IntArray  # flat, (p, t) row-major
+    t: IntArray  # 0 for baselines
+    cost: FloatArray
+    power: FloatArray
+    within_budget: BoolArray
+
+    @property
+    def machines(self) -> IntArray:
+        return self.p + self.t
+
+    def score(self, objective: Objective) -> FloatArray:
+        """The objective's value per point (cost or power; throughput grids score rates)."""
+        return objective.score(self.cost, self.power, np.zeros(len(self.p)))
+
+    def best(self, objective: Objective, ok: BoolArray, rate: FloatArray | None = None) -> int | None:
+        """The best in-budget point among `ok` (flat index), by the one tie-break rule."""
+        return best_index(
+            objective,
+            ok & self.within_budget,
+            cost=self.cost,
+            power=self.power,
+            rate=rate,
+            machines=self.machines,
+            prompt=self.p,
+        )
+
+
+@dataclass(slots=True)
+class SearchContext:
+    """A search in progress: problem, evaluator, runner, store, progress, and the DES ledger."""
+
+    problem: SearchProblem
+    evaluator: Evaluator
+    runner: Runner
+    store: PointStore
+    progress: ProgressSink | None
+    des_evaluations: int = 0
+    ledger: list[dict[str, object]] = field(default_factory=list)
+    recorded: set[PointKey] = field(default_factory=set)
+
+    def cached(self, space: str) -> CachedEvaluator:
+        """The evaluator a task of `space` uses: known verdicts served, new ones recorded."""
+        known = self.store.snapshot(space + "|")
+        # in-process, each verdict is persisted the moment it exists; workers report per task
+        sink = self.record if self.runner.in_process else None
+        return CachedEvaluator(inner=self.evaluator, space=space, known=known, sink=sink)
+
+    def record(self, key: PointKey, d: Decision) -> None:
+        if key in self.recorded:
+            return
+        self.recorded.add(key)
+        self.store.put(key.encoded(), d)
+        self.des_evaluations += 1
+        self.ledger.append(ledger_record(key, d, self.problem.rate_rps))
+
+    def absorb(self, fresh: dict[PointKey, Decision]) -> None:
+        for k, d in fresh.items():
+            self.record(k, d)
+
+    def map(
+        self, fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]], fresh_of: Callable[[Any], Any]
+    ) -> list[Any]:
+        """Run tasks on the runner; each result's new DES verdicts are recorded as it arrives."""
+        return self.runner.map(
+            fn, tasks, progress=self.progress, on_result=lambda _i, res: self.absorb(fresh_of(res))
+        )
+
+    def space_grid(self, space: DesignSpace) -> SpaceGrid:
+        """The preamble of every grid strategy: design, grid, cost, power and budget per point."""
+        design = space.design()
+        grid = make_grid(space.prompt_range, space.token_range, space.baseline)
+        p, t = grid.flat
+        cost = np.asarray(design.cost_usd_per_h(p, t), dtype=np.float64)
+        power = np.asarray(design.power_kw(p, t), dtype=np.float64)
+        ok = self.problem.within_budget_many(cost, power)
+        return SpaceGrid(
+            space=space, design=design, grid=grid, p=p, t=t, cost=cost, power=power, within_budget=ok
+        )
+
+
+def ledger_record(key: PointKey, d: Decision, rate_rps: float) -> dict[str, object]:
+    """The record of one DES verdict (what an interrupted search writes with `--out`)."""
+    rec: dict[str, object] = {
+        "design": key.space,
+        "prompt_gpu": key.prompt_gpu,
+        "token_gpu": key.token_gpu,
+        "prompt_power_cap": key.prompt_power_cap,
+        "token_power_cap": key.token_power_cap,
+        "prompt_machines": key.prompt_machines,
+        "token_machines": key.token_machines,
+        "rate_rps": key.rate_factor * rate_rps,
+        "des_margin": d.margin,
+        "meets_slo": d.meets,
+        "decided_by": "des",
+        "binding_slo": d.binding,
+    }
+    rec.update(d.slowdown)
+    return rec
+
+
+__all__ = ["SearchContext", "SpaceGrid", "call", "ledger_record"]

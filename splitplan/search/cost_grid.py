@@ -1,0 +1,211 @@
+"""Layer 5: the cost / power strategy over the (prompt, token) count grid of 1–2 dimensional spaces.
+
+Stages run across all designs at once so parallel workers stay busy: (1) analytic screens in this
+process, (2) one task per design column block (hybrid walks) or per chunk of points (exhaustive
+DES), (3) the hybrid's verification pass, (4) the per-design optimum by the one tie-break rule
+(search.objective). The exactness argument is in search.grid.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from splitplan.search.context import SearchContext, SpaceGrid, call
+from splitplan.search.evaluate import Decision, Screen
+from splitplan.search.grid import (
+    baseline_guess,
+    classify,
+    decide_points,
+    guesses_for,
+    near_miss_only,
+    verify_candidates,
+    walk_columns,
+    walk_line,
+)
+from splitplan.search.objective import Engine
+from splitplan.search.parallel import chunks
+from splitplan.search.problem import DesignSpace
+from splitplan.search.result import DesignResult, empty_result, point_record, result_from_record
+
+WALK_BLOCKS = 2  # column blocks per Splitwise design in the hybrid walk (parallel tasks)
+VERIFY_ROUNDS = 3
+DECIDED_BY = np.array(["des", "dominance", "undecided", "analytic"])  # by classify's `how` (3: analytic)
+
+
+@dataclass(slots=True)
+class _GridState:
+    sg: SpaceGrid
+    screen: Screen | None
+    decided: dict[tuple[int, int], Decision] = field(default_factory=dict)
+
+    @property
+    def space(self) -> DesignSpace:
+        return self.sg.space
+
+
+def solve_cost_grid(
+    ctx: SearchContext, spaces: list[DesignSpace]
+) -> list[tuple[DesignResult, list[dict[str, object]]]]:
+    """Per space (in order): its best configuration and the record of every grid point."""
+    pb = ctx.problem
+    states = []
+    for space in spaces:
+        sg = ctx.space_grid(space)
+        screen = None if pb.engine is Engine.DES else ctx.evaluator.screen(sg.design, sg.p, sg.t, 1.0)
+        states.append(_GridState(sg=sg, screen=screen))
+
+    if pb.engine is not Engine.ANALYTIC:
+        tasks: list[tuple[Any, ...]] = []
+        owners: list[_GridState] = []
+        if pb.engine is Engine.HYBRID:
+            _add_walk_tasks(ctx, states, tasks, owners)
+        else:
+            every = {id(s): list(zip(s.sg.p.tolist(), s.sg.t.tolist(), strict=True)) for s in states}
+            _add_point_tasks(ctx, states, every, tasks, owners)
+        outs = ctx.map(call, tasks, lambda res: res[1])
+        for st, (seen, _fresh) in zip(owners, outs, strict=True):
+            st.decided.update(seen)
+        if pb.engine is Engine.HYBRID:
+            _verify(ctx, states)
+    return [_finish(ctx, st) for st in states]
+
+
+def _add_walk_tasks(
+    ctx: SearchContext, states: list[_GridState], tasks: list[tuple[Any, ...]], owners: list[_GridState]
+) -> None:
+    for st in states:
+        sp, g = st.space, st.sg.grid
+        if sp.baseline:
+            guess = baseline_guess(g, st.screen)
+            tasks.append((walk_line, ctx.cached(sp.name), st.sg.design, sp.prompt_range, guess, 1.0))
+            owners.append(st)
+            continue
+        guesses = guesses_for(g, st.screen)
+        ps = [int(v) for v in g.p_values]
+        # a fixed number of column blocks (not tied to the worker count) keeps the evaluated
+        # points, and so the output, identical whatever the number of workers
+        for block in chunks(list(zip(ps, guesses, strict=True)), WALK_BLOCKS):
+            cols, col_guesses = [b[0] for b in block], [b[1] for b in block]
+            tasks.append(
+                (walk_columns, ctx.cached(sp.name), st.sg.design, cols, sp.token_range, col_guesses, 1.0)
+            )
+            owners.append(st)
+
+
+def _verify(ctx: SearchContext, states: list[_GridState]) -> None:
+    """The hybrid's guard, for every design in one parallel batch per round: DES-check undecided
+    points and dominance-infeasible points no dearer than the optimum within the analytic band or
+    dominated only by near misses."""
+    pb = ctx.problem
+    for _ in range(VERIFY_ROUNDS):
+        todo: dict[int, list[tuple[int, int]]] = {}
+        for st in states:
+            sg = st.sg
+            obj = sg.score(pb.objective)
+            meets2, how2 = classify(sg.grid, st.decided)
+            meets, how = meets2.ravel(), how2.ravel()
+            bi = sg.best(pb.objective, meets & (how != 2))
+            best_obj = obj[bi] if bi is not None else math.inf
+            margin = st.screen.margin if st.screen is not None else np.full(len(sg.p), math.inf)
+            idx = verify_candidates(
+                how,
+                meets,
+                sg.within_budget,
+                obj,
+                np.nan_to_num(margin, nan=math.inf),
+                best_obj,
+                pb.band,
+                near_miss_only(sg.grid, st.decided),
+            )
+            if len(idx):
+                todo[id(st)] = [(int(sg.p[i]), int(sg.t[i])) for i in idx]
+        if not todo:
+            return
+        tasks: list[tuple[Any, ...]] = []
+        owners: list[_GridState] = []
+        _add_point_tasks(ctx, states, todo, tasks, owners)
+        for st, (seen, _fresh) in zip(owners, ctx.map(call, tasks, lambda res: res[1]), strict=True):
+            st.decided.update(seen)
+
+
+def _add_point_tasks(
+    ctx: SearchContext,
+    states: list[_GridState],
+    todo: dict[int, list[tuple[int, int]]],
+    tasks: list[tuple[Any, ...]],
+    owners: list[_GridState],
+) -> None:
+    """Chunks of points per design: a few per worker, so progress moves and loads balance."""
+    total = sum(len(v) for v in todo.values())
+    if not total:
+        return
+    per_chunk = max(8, math.ceil(total / (4 * ctx.runner.workers)))
+    for st in states:
+        pts = todo.get(id(st), [])
+        for block in chunks(pts, max(1, math.ceil(len(pts) / per_chunk))):
+            tasks.append((decide_points, ctx.cached(st.space.name), st.sg.design, block, 1.0))
+            owners.append(st)
+
+
+def _finish(ctx: SearchContext, st: _GridState) -> tuple[DesignResult, list[dict[str, object]]]:
+    pb = ctx.problem
+    sg = st.sg
+    n = len(sg.p)
+    margin = st.screen.margin if st.screen is not None else np.full(n, np.nan)
+    if pb.engine is Engine.ANALYTIC:
+        meets = margin >= 0
+        how = np.full(n, 3)
+    else:
+        # a DES-decided point keeps its own verdict even where dominance would disagree
+        meets2, how2 = classify(sg.grid, st.decided)
+        meets, how = meets2.ravel(), how2.ravel()
+    how_name = DECIDED_BY[how]
+    records = []
+    for i in range(n):
+        d = st.decided.get((int(sg.p[i]), int(sg.t[i])))
+        if d is not None:
+            sd: dict[str, float] | None = d.slowdown
+        elif st.screen is not None:
+            sd = {k: float(v[i]) for k, v in st.screen.slowdown.items()}
+        else:
+            sd = None
+        records.append(
+            point_record(
+                space=st.space.name,
+                design=sg.design,
+                prompt=int(sg.p[i]),
+                token=int(sg.t[i]),
+                rate_rps=pb.rate_rps,
+                within_budget=bool(sg.within_budget[i]),
+                analytic_margin=float(margin[i]),
+                des_margin=d.margin if d is not None else math.nan,
+                meets=bool(meets[i]),
+                decided_by=str(how_name[i]),
+                binding=_binding_of(d, st.screen, i, str(how_name[i])),
+                slowdown=sd,
+            )
+        )
+    n_des = len(st.decided)
+    bi = sg.best(pb.objective, meets & (how != 2))
+    if bi is None:
+        return empty_result(st.space.name, sg.design, des_evaluations=n_des, method="grid"), records
+    return (
+        result_from_record(records[bi], baseline=st.space.baseline, des_evaluations=n_des, method="grid"),
+        records,
+    )
+
+
+def _binding_of(d: Decision | None, screen: Screen | None, i: int, decided_by: str) -> str:
+    """The binding limit of the verdict a point's record reports (none for dominance verdicts)."""
+    if d is not None:
+        return d.binding
+    if decided_by == "analytic" and screen is not None and screen.binding is not None:
+        return str(screen.binding[i])
+    return ""
+
+
+__all__ = ["solve_cost_grid"]

@@ -1,0 +1,100 @@
+"""Layer 4: the compiled event loop's arguments and results, spelled once (no numba import here).
+
+`KernelArgs` is the kernel's signature: run.py builds one per simulation and one for the warm-up,
+both through `KernelArgs.frozen()`, so every call has the same argument types (read-only C arrays,
+plain Python scalars) and numba compiles — or loads from its cache — a single specialization.
+`KernelResult` names the tuple the kernel returns.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+STATUS_OK, STATUS_UNSTABLE, STATUS_DEADLOCK, STATUS_INTERRUPTED = 0, 1, 2, 3
+STOP_POLL_EVENTS = 4096  # events between two looks at the stop flag (a power of two; ~1 ms)
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+
+class KernelArgs(NamedTuple):
+    """Everything `simulate_kernel` takes, in its order.
+
+    Per request (index = request id): arrival time, prompt tokens, decode tokens after the first,
+    KV bytes of the prompt (p + 1 tokens) and of the decode, KV transfer time. Per machine: class
+    (0: prompt-pool hardware, 1: token-pool hardware) and starting pool (P_PROMPT, P_TOKEN,
+    P_MIXED). Per class: KV capacity and weight bytes, iteration-time tables. Then scheduler and
+    batching limits, and `stop`: the one writable array, a flag the kernel polls (nonzero: stop).
+    """
+
+    arr: F64
+    p: I64
+    otok: I64
+    kvp: F64
+    kvt: F64
+    xfer_s: F64
+    cls: I64
+    tag: I64
+    baseline: bool
+    cap: F64
+    weights: F64
+    ptab: F64
+    ttab: F64
+    tctx: F64
+    mtab: F64
+    mctx: F64
+    max_batch: int
+    max_tokens: int
+    max_preempt: int
+    prompt_full: float
+    retry_s: float
+    max_backlog_s: float
+    wait_cap: int
+    prompt_interrupts: bool
+    reserve_decode: bool
+    stop: I64
+
+    def frozen(self) -> "KernelArgs":
+        """The same arguments in the one form the kernel is compiled for: every input array
+        C-contiguous, of its declared dtype and read-only; scalars as plain bool/int/float; `stop`
+        a writable int64 array of one element (a fresh one if it is not)."""
+        out = []
+        for name, value in zip(self._fields, self, strict=True):
+            kind = _KINDS[name]
+            if name == "stop":
+                flag = np.asarray(value)
+                if flag.dtype != np.int64 or flag.shape != (1,) or not flag.flags.writeable:
+                    flag = np.zeros(1, np.int64)
+                out.append(flag)
+            elif kind in (F64, I64):
+                dtype = np.float64 if kind == F64 else np.int64
+                a = np.ascontiguousarray(value, dtype=dtype)
+                if a.flags.writeable:
+                    a = a.view()
+                    a.flags.writeable = False
+                out.append(a)
+            else:
+                out.append(kind(value))
+        return KernelArgs(*out)
+
+
+_KINDS = dict(KernelArgs.__annotations__)
+
+
+class KernelResult(NamedTuple):
+    """What `simulate_kernel` returns, in its order."""
+
+    status: int  # STATUS_*
+    ttft_s: F64  # per request; NaN where not reached
+    e2e_s: F64
+    prompt_start_s: F64
+    prompt_machine: I64
+    token_machine: I64
+    preemptions: I64
+    busy_s: F64  # per machine
+    iterations: I64
+    batch_time: F64  # Σ batch size × time, per machine
+    pool_moves: int
+    events: int
+    end_s: float

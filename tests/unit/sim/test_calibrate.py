@@ -1,0 +1,75 @@
+"""The training/validation-set machinery of the analytic calibration (splitplan.sim.calibrate)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from splitplan.errors import SplitplanError
+from splitplan.sim import calibrate as cal
+
+
+def test_case_draws_are_seeded_and_the_two_sets_differ() -> None:
+    a = cal.draw_cases(cal.TRAINING_SEED, 20, held_out=False)
+    assert a == cal.draw_cases(cal.TRAINING_SEED, 20, held_out=False)
+    b = cal.draw_cases(cal.VALIDATION_SEED, 20, held_out=True)
+    assert a != b
+    assert {c.model for c in a} <= set(cal.TRAINING_MODELS)
+    assert {c.model for c in b} & set(cal.HELD_OUT_MODELS)
+
+
+@given(st.floats(min_value=0.05, max_value=5000.0), st.integers(0, 1))
+def test_rates_land_in_their_sets_band(rate: float, parity: int) -> None:
+    moved = cal._in_band(rate, parity)
+    assert int(np.floor(np.log2(moved) / cal.RATE_BAND_OCTAVES)) % 2 == parity
+    assert rate <= moved <= rate * 2.0**cal.RATE_BAND_OCTAVES * (1 + 1e-12)
+
+
+@given(st.integers(1, 80), st.integers(1, 80))
+def test_frontier_walk_finds_the_smallest_feasible_count(frontier: int, start: int) -> None:
+    calls: list[int] = []
+
+    def run(x: int) -> tuple:
+        calls.append(x)
+        return (x >= frontier, True, [])
+
+    found, runs = cal._frontier(run, start, 1, 80)
+    assert found == frontier
+    assert len(calls) == len(set(calls)) == len(runs)
+    if frontier > 1:
+        assert runs[frontier - 1][0] is False  # the count below was run and fails
+    assert len(runs) <= 2 * int(np.ceil(np.log2(abs(frontier - start) + 2))) + 2
+
+
+def test_frontier_walk_reports_none_above_the_range() -> None:
+    found, runs = cal._frontier(lambda x: (False, False, []), 5, 1, 40)
+    assert found == 40 + cal.NONE_MARGIN
+    assert 40 in runs
+
+
+def test_fingerprint_detects_a_changed_verdict(tmp_path) -> None:
+    s = cal.load_set(cal.sim_data_dir() / cal.VALIDATION_FILE)
+    path = tmp_path / "v.npz"
+    cal.save_set(s, path)
+    assert cal.load_set(path).fingerprint == s.fingerprint
+    flipped = s.meets.copy()
+    flipped[0] = not flipped[0]
+    assert cal.fingerprint(replace(s, meets=flipped)) != s.fingerprint
+    z = dict(np.load(path))
+    z["meets"] = flipped
+    np.savez_compressed(path, **z)
+    with pytest.raises(SplitplanError, match="fingerprint"):
+        cal.load_set(path)
+
+
+def test_probe_scoring_equals_the_full_scan_on_monotone_rows() -> None:
+    s = cal.load_set(cal.sim_data_dir() / cal.VALIDATION_FILE)
+    cases = list(range(0, len(s.cases), max(1, len(s.cases) // 6)))
+    full = cal.score(s, cases=cases)
+    probe = cal.score(s, probe=True, cases=cases)
+    assert probe.agreement == full.agreement
+    assert probe.frontier_within_one == pytest.approx(full.frontier_within_one, abs=0.05)

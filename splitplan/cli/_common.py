@@ -21,7 +21,7 @@ def given(ctx: typer.Context, name: str) -> bool:
     try:
         from typer._click.core import ParameterSource
     except ImportError:  # pragma: no cover
-        from click.core import ParameterSource
+        from click.core import ParameterSource  # type: ignore[assignment]
     src = ctx.get_parameter_source(name)
     return src is not None and src != ParameterSource.DEFAULT
 

@@ -33,8 +33,10 @@ def get_perf_model(
     if kind == "profile":
         return ProfilePerfModel(read_profile(str(stack_or_path)), model, machine, prompt_curves)
     from splitplan.perf.physical import PhysicalPerfModel
+    from splitplan.perf.stacks import Stack
 
     stack = stack_or_path
+    assert isinstance(stack, Stack)  # resolve_perf: ("stack", Stack)
     return PhysicalPerfModel(
         model, machine, stack.params_for(machine.type.gpu.name, model.name), calibrated=stack.fitted
     )

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from splitplan.catalog import Machine, ModelSpec
 from splitplan.errors import InputError
 from splitplan.perf.base import FloatArray
 from splitplan.perf.measurements import Group, Measurements, group_model, predict_rows
@@ -51,7 +52,7 @@ def _bounds(name: str) -> tuple[float, float]:
 class _Prepared:
     """Rows split by group with their instance, built once per fit."""
 
-    groups: list[tuple[Group, object, object, Measurements, FloatArray]]
+    groups: list[tuple[Group, ModelSpec, Machine, Measurements, FloatArray]]
 
 
 def _prepare(rows: Measurements) -> _Prepared:
@@ -260,9 +261,9 @@ def consistent_rows(rows: Measurements) -> np.ndarray:
                 bad.add((g, p, b))
             slowest = max(slowest, med)
     if bad:
-        for i in range(len(rows)):
-            if rows.phase[i] != "static_batch" and (keys[i], rows.prompt_tokens[i], rows.batch[i]) in bad:
-                ok[i] = False
+        for j in range(len(rows)):
+            if rows.phase[j] != "static_batch" and (keys[j], rows.prompt_tokens[j], rows.batch[j]) in bad:
+                ok[j] = False
     return ok
 
 

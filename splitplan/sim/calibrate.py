@@ -35,6 +35,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -150,7 +151,13 @@ class Case:
 def _in_band(rate: float, parity: int) -> float:
     """`rate` moved up into the nearest quarter-octave band of the given parity."""
     k = math.floor(math.log2(rate) / RATE_BAND_OCTAVES)
-    return rate if k % 2 == parity else rate * 2.0**RATE_BAND_OCTAVES
+    if k % 2 == parity:
+        return rate
+    moved = rate * 2.0**RATE_BAND_OCTAVES
+    # a rate on a band edge can land a rounding error short of the next band: nudge it in
+    while math.floor(math.log2(moved) / RATE_BAND_OCTAVES) % 2 != parity:
+        moved = math.nextafter(moved, math.inf)
+    return moved
 
 
 def draw_case(rng: np.random.Generator, *, held_out: bool) -> Case:
@@ -292,6 +299,8 @@ def _frontier(run, start: int, lo: int, hi: int) -> tuple[int, dict[int, tuple]]
             bad, step = y, step * 2
         if good is None:
             return hi + NONE_MARGIN, runs
+    assert good is not None  # both ends were found above
+    assert bad is not None
     while good - bad > 1:
         mid = (good + bad) // 2
         if meets(mid):
@@ -417,7 +426,7 @@ class DesSet:
 def fingerprint(s: DesSet) -> str:
     h = hashlib.sha256()
     h.update(json.dumps([asdict(c) for c in s.cases], sort_keys=True).encode())
-    arrays = (s.case, s.prompt, s.token, s.meets, s.stable, s.slowdown, s.uniform)
+    arrays: tuple[np.ndarray, ...] = (s.case, s.prompt, s.token, s.meets, s.stable, s.slowdown, s.uniform)
     arrays += (s.front_case, s.front_prompt, s.front_des, s.front_top)
     for a in arrays:
         h.update(np.ascontiguousarray(a).tobytes())
@@ -531,7 +540,7 @@ class Score:
         )
 
 
-_BUILT: dict[int, tuple] = {}
+_BUILT: dict[object, Any] = {}
 
 
 def _built(case: Case):
@@ -668,11 +677,11 @@ def golden_failures(calibration=None) -> list[str]:
         for preset in GOLDEN_PRESETS:
             sel = (names == design) & (presets == preset)
             n = machines[sel].astype(np.int64)
-            got = evaluate_grid(
+            passing = evaluate_grid(
                 get_design(design), n, np.zeros_like(n), _golden_scenario(preset), calibration=calibration
             ).meets_slo
             f_des = int(n[meets[sel]].min()) if meets[sel].any() else len(n) + 1
-            f_ana = int(n[got].min()) if got.any() else len(n) + 1
+            f_ana = int(n[passing].min()) if passing.any() else len(n) + 1
             if abs(f_des - f_ana) > 1:
                 bad.append(f"{design} {preset}: smallest feasible N {f_ana}, DES {f_des}")
     return bad

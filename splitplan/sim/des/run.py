@@ -75,8 +75,8 @@ def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
 
     p = wl.prompt_tokens.astype(np.int64)
     otok = wl.output_tokens.astype(np.int64) - 1  # the prompt phase makes the first token
-    kvp = (p + 1) * kv_tok
-    kvt = otok * kv_tok
+    kvp = np.asarray((p + 1) * kv_tok, dtype=np.float64)
+    kvt = np.asarray(otok * kv_tok, dtype=np.float64)
     largest = float(weights[0] + (kvp + kvt).max())
     if largest > caps.min():
         raise InputError(

@@ -76,7 +76,7 @@ class KernelArgs(NamedTuple):
                 out.append(a)
             else:
                 out.append(kind(value))
-        return KernelArgs(*out)
+        return KernelArgs(*out)  # type: ignore[arg-type]  # fields converted one by one above
 
 
 _KINDS = dict(KernelArgs.__annotations__)

@@ -46,7 +46,13 @@ class Stack:
     path: str = ""
 
     def params_for(self, gpu: str, model: str) -> StackParams:
-        return self.refine.get((gpu, model), self.params)
+        """The stack's parameters for one (GPU, model): its own refinement, else the refinement of
+        a GPU with the same compute die (equal dense fp16 and fp8 peaks: H200 runs H100's kernels,
+        with more and faster memory), else the shared fit."""
+        if (gpu, model) in self.refine:
+            return self.refine[gpu, model]
+        sibling = _same_die(gpu, [g for g, m in self.refine if m == model])
+        return self.refine[sibling, model] if sibling else self.params
 
     def to_toml(self) -> str:
         prov = self.provenance
@@ -218,3 +224,18 @@ if __name__ == "__main__":  # python -m splitplan.perf.stacks DIR: (re)write DIR
     import sys
 
     print(save_stack(datasheet_stack(), sys.argv[1] if len(sys.argv) > 1 else "data"))
+
+
+def _same_die(gpu: str, candidates: list[str]) -> str | None:
+    from splitplan.catalog import get_gpu
+    from splitplan.errors import CatalogError
+
+    try:
+        me = get_gpu(gpu)
+        for name in sorted(candidates):
+            other = get_gpu(name)
+            if other.fp16_flops == me.fp16_flops and other.fp8_flops == me.fp8_flops:
+                return name
+    except CatalogError:
+        return None
+    return None

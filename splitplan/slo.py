@@ -91,10 +91,11 @@ def load_slo(path: str | Path | SloSpec | None) -> SloSpec:
     if path is None:
         return SloSpec()
     p = Path(path)
+    from splitplan._io import read_text_file
+
+    text = read_text_file(p, "SLO file")
     try:
-        doc = tomllib.loads(p.read_text())
-    except OSError as exc:
-        raise InputError(f"cannot read SLO file {p}: {exc.strerror or exc}") from None
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"SLO file {p} is not valid TOML: {exc}") from None
     unknown = set(doc) - {"slowdown", "latency_s"}

@@ -6,6 +6,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from splitplan.errors import InputError
 from splitplan.perf.check import CheckResult, GroupMape, check_measurements, check_profile
 
 
@@ -22,9 +23,19 @@ def perf_check(
     `perf` "analytic" or "profile" on a profile table: the calibrated roofline on every row, or the
     profile model on a seeded 80:20 split (as before). Anything else (a stack name, stack file, CSV)
     or a measurement table: that model on every row (`check_measurements`).
+    Options that would not take effect are refused, naming the parameter.
     """
     from splitplan.perf.measurements import read_measurements
 
+    _whole("`split_seed`", split_seed, 0)
+    if tensor_parallel is not None:
+        _whole("`tensor_parallel`", tensor_parallel, 1)
+    if perf != "profile" and split_seed != 0:
+        raise InputError(
+            "`split_seed` sets the 80:20 split of `perf` profile; every other model is checked on every row"
+        )
+    if perf == "analytic" and prompt_curves != "by-count":
+        raise InputError("`prompt_curves` applies to `perf` profile, not the analytic model")
     schema = read_measurements(str(profile)).schema
     if schema == "profile" and perf in ("analytic", "profile") and source is None:
         return check_profile(
@@ -88,8 +99,13 @@ def perf_fit(
     file `out`. With `name`: fit stack `name` of the physical model to a table of either schema and
     write `out`/perf/`name`.toml (where `--catalog out` finds it), with its provenance.
     `cv="group"` also reports leave-one-group-out error (group = model, GPU, TP, precision)."""
+    if tensor_parallel is not None:
+        _whole("`tensor_parallel`", tensor_parallel, 1)
     if name is None:
+        from splitplan._io import check_output_path
         from splitplan.perf.fit import fit_analytic, save_fit
+
+        check_output_path(out, "`out`", (".toml",))
 
         result = fit_analytic(profile, tensor_parallel=tensor_parallel or 8, per_model=per_model)
         path = save_fit(result, out)
@@ -100,7 +116,6 @@ def perf_fit(
             profile_sha256=result.profile_sha256,
             tensor_parallel=result.tensor_parallel,
         )
-    from splitplan.errors import InputError
     from splitplan.perf.stackfit import FitOptions, cross_validate, fit_stack
     from splitplan.perf.stacks import save_stack
 
@@ -145,6 +160,11 @@ def perf_fit(
         cv=cv_groups,
         cv_overall=cv_overall,
     )
+
+
+def _whole(option: str, value: object, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise InputError(f"{option} must be a whole number ≥ {low}, got {value!r}")
 
 
 __all__ = ["CheckResult", "GroupMape", "PerfFitResult", "perf_check", "perf_fit"]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from splitplan.api._simulate import WorkloadRequest, build_scenario
+from splitplan.api._validate import apply_named_caps, check_search_request, check_spaces, space_size
 from splitplan.design import CHUNKED_DESIGNS, SEARCH_DESIGNS
 from splitplan.errors import InputError
 from splitplan.search import (
@@ -30,8 +32,25 @@ from splitplan.slo import SloSpec
 Cap = float | tuple[float, float]
 
 
-def _cap_interval(value: Cap, name: str) -> tuple[float, float]:
+class _DefaultCap(tuple):
+    """The cap a request gets when none is given: (1.0, 1.0) for custom pools, while named designs
+    keep their own caps (splitwise-hhcap's token pool stays at 0.7). It equals (1.0, 1.0); only its
+    identity tells "not given" from an explicit 1.0, which a named design does take."""
+
+    __slots__ = ()
+
+
+DEFAULT_CAP: tuple[float, float] = _DefaultCap((1.0, 1.0))
+
+
+def cap_given(value: object) -> bool:
+    return value is not None and value is not DEFAULT_CAP
+
+
+def _cap_interval(value: Cap | None, name: str) -> tuple[float, float]:
     """A fixed cap 0.7 → (0.7, 0.7); an interval (0.5, 1.0) is a search dimension."""
+    if value is None or value is DEFAULT_CAP:
+        return DEFAULT_CAP
     if isinstance(value, tuple) and len(value) == 2:
         lo, hi = value
     elif isinstance(value, int | float) and not isinstance(value, bool):
@@ -99,8 +118,9 @@ class SearchRequest:
     designs: tuple[str, ...] = ()
     prompt_gpus: tuple[str, ...] = ()
     token_gpus: tuple[str, ...] = ()
-    prompt_power_cap: Cap = 1.0
-    token_power_cap: Cap = 1.0
+    # not given (DEFAULT_CAP or None): named designs keep their caps, custom pools run at 1.0
+    prompt_power_cap: Cap | None = DEFAULT_CAP
+    token_power_cap: Cap | None = DEFAULT_CAP
     # instances per pool: TP (one or a tuple of choices; None: the whole node), weight precisions
     # (None: fp16), KV precisions (None: follow the weights)
     prompt_tp: int | tuple[int, ...] | None = None
@@ -188,6 +208,7 @@ def build_spaces(req: SearchRequest, notes: list[str] | None = None) -> tuple[De
     """The design spaces of a request. With instance options and no design named, the paper
     designs whose GPUs cannot run a chosen instance (fp8 on A100) are left out and said so in
     `notes`; a named design that cannot is an error."""
+    check_search_request(req)
     pr, tr = req.prompt_range, req.token_range
     notes = [] if notes is None else notes
     spaces: list[DesignSpace] = []
@@ -223,10 +244,10 @@ def build_spaces(req: SearchRequest, notes: list[str] | None = None) -> tuple[De
         cap = req.max_machines
         hi = cap if cap is not None else (DEFAULT_BASELINE_MAX if baseline else DEFAULT_SPLIT_RANGE[1])
         default = (1, hi)
-        prompt = PoolSpace(gpus=tuple(req.prompt_gpus), power_cap=req.prompt_power_cap, **p_opts)  # type: ignore[arg-type]
+        prompt = PoolSpace(gpus=tuple(req.prompt_gpus), power_cap=tuple(req.prompt_power_cap), **p_opts)  # type: ignore[arg-type]
         token = PoolSpace(
             gpus=tuple(req.token_gpus or req.prompt_gpus),
-            power_cap=req.token_power_cap,  # type: ignore[arg-type]
+            power_cap=tuple(req.token_power_cap),  # type: ignore[arg-type]
             **t_opts,
         )
         label = "custom-" + "+".join(prompt.gpus) + ("" if baseline else "/" + "+".join(token.gpus))
@@ -248,7 +269,9 @@ def build_spaces(req: SearchRequest, notes: list[str] | None = None) -> tuple[De
             "a baseline has one pool: give its instance with `prompt_tp`/`prompt_precision` "
             "(`token_tp`, `token_precision` and `token_kv_precision` are for Splitwise designs)"
         )
-    return tuple(spaces)
+    spaces_t = apply_named_caps(tuple(spaces), req)
+    check_spaces(spaces_t)
+    return spaces_t
 
 
 def _with_instances(
@@ -290,6 +313,8 @@ def build_problem(req: SearchRequest, rate_rps: float, notes: list[str] | None =
     if objective is Objective.THROUGHPUT and req.max_machines is None and req.prompt_range is None:
         # under a budget the count ranges follow from it (iso-power AA reaches 70 machines)
         spaces = tuple(_budget_ranges(s, power, cost) for s in spaces)
+    sizes = [space_size(s) for s in spaces]
+    trials = int(min(req.trials, max(sizes))) if sizes and math.isfinite(max(sizes)) else req.trials
     return SearchProblem(
         spaces=spaces,
         objective=objective,
@@ -298,7 +323,7 @@ def build_problem(req: SearchRequest, rate_rps: float, notes: list[str] | None =
         cost_budget_usd_per_h=cost,
         engine=req.engine,
         method=req.method,
-        trials=req.trials,
+        trials=trials,  # beyond a finite space's size, trials would only repeat points
         seed=req.seed,
         band=req.band,
         rate_tol=req.rate_tol,
@@ -358,11 +383,19 @@ def search(
         raise InputError(
             "--chunk-tokens applies to chunked-prefill designs: add --design chunked-a100 or chunked-h100"
         )
-    runner = Runner(jobs=req.jobs, backend=req.backend, scheduler=req.scheduler)
-    with PointStore(req.storage, scenario_fingerprint(scenario)) as store:
-        outcome = run_search(
-            problem, evaluator or SimEvaluator(scenario), runner=runner, store=store, progress=progress
-        )
+    from splitplan.search.store import CooperativeEvaluator, open_board
+
+    fingerprint = scenario_fingerprint(scenario)
+    board = open_board(req.storage, fingerprint)  # processes sharing a storage share the work
+    runner = Runner(jobs=req.jobs, backend=req.backend, scheduler=req.scheduler, board=board)
+    inner = evaluator or SimEvaluator(scenario)
+    ev = inner if board is None else CooperativeEvaluator(inner, board)
+    try:
+        with PointStore(req.storage, fingerprint) as store:
+            outcome = run_search(problem, ev, runner=runner, store=store, progress=progress)
+    finally:
+        if board is not None:
+            board.close()
     return replace(outcome, notes=tuple(notes)) if notes else outcome
 
 

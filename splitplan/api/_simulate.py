@@ -6,7 +6,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from splitplan.catalog import get_model
+import numpy as np
+
+from splitplan.catalog import Machine, get_model
 from splitplan.design import ClusterConfig, Design, custom_design, get_design
 from splitplan.errors import InputError
 from splitplan.perf import resolve_perf
@@ -46,6 +48,8 @@ def build_scenario(
     from splitplan.workload import make_workload, read_trace
 
     wr = workload or WorkloadRequest()
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise InputError(f"--seed must be a whole number ≥ 0, got {seed!r}")
     sim = load_config(config, **({} if chunk_tokens is None else {"chunk_tokens": chunk_tokens}))
     perf_source = perf or config_perf(config) or DEFAULT_STACK
     resolve_perf(perf_source)  # a clear error now for an unknown name or a missing file
@@ -63,9 +67,18 @@ def build_scenario(
             cv=wr.cv,
             seed=seed,
         )
+    if sim.warmup_s > 0 and not (wl.n and float(wl.arrival_s[-1]) > sim.warmup_s):
+        span = float(wl.arrival_s[-1]) if wl.n else 0.0
+        raise InputError(
+            f"config: warmup_s = {sim.warmup_s:g} excludes every request (the workload's last arrival "
+            f"is at {span:g} s)"
+        )
     return Scenario(
         workload=wl, model=get_model(model), perf=perf_source, sim=sim, slo=load_slo(slo), seed=seed
     )
+
+
+MAX_POOL_MACHINES = 100_000  # far beyond any cluster; larger counts only exhaust memory
 
 
 def resolve_design(
@@ -73,8 +86,8 @@ def resolve_design(
     *,
     prompt_gpu: str | None = None,
     token_gpu: str | None = None,
-    prompt_power_cap: float = 1.0,
-    token_power_cap: float = 1.0,
+    prompt_power_cap: float | None = None,
+    token_power_cap: float | None = None,
     prompt_tp: int | None = None,
     token_tp: int | None = None,
     prompt_precision: str | None = None,
@@ -82,57 +95,112 @@ def resolve_design(
     prompt_kv_precision: str | None = None,
     token_kv_precision: str | None = None,
 ) -> Design:
-    """A paper design by name, or a custom one from pool GPUs, caps and instances (TP, weight and
-    KV precision). Instance options on a named design keep its GPUs and caps."""
+    """A paper design by name (a starting point: GPU, cap and instance options — TP, weight and KV
+    precision — change its pools), or a custom one from pool GPUs, caps and instances. Every given
+    option takes effect or is refused."""
+    from splitplan.catalog import validate_power_cap
+    from splitplan.design import make_instance
+
+    pc = None if prompt_power_cap is None else validate_power_cap(prompt_power_cap, "--prompt-power-cap")
+    tc = None if token_power_cap is None else validate_power_cap(token_power_cap, "--token-power-cap")
     prompt_inst = (prompt_tp, prompt_precision, prompt_kv_precision)
     token_inst = (token_tp, token_precision, token_kv_precision)
-    instances = any(x is not None for x in prompt_inst + token_inst)
-    if prompt_gpu is None and token_gpu is None and not instances:
-        return get_design(name or "splitwise-hh")
-    if prompt_gpu is None and token_gpu is not None:
-        raise InputError("a custom design needs --prompt-gpu (and optionally --token-gpu)")
-    baseline = name is not None and name.lower().startswith("baseline")
-    if prompt_gpu is None:  # instance options on a paper design: its pools' GPUs and caps
-        paper = get_design(name or "splitwise-hh")
-        prompt_gpu, token_gpu = paper.prompt.type.name, paper.token.type.name
-        baseline = paper.is_baseline
-        if prompt_power_cap == 1.0:
-            prompt_power_cap = paper.prompt.power_cap
-        if token_power_cap == 1.0:
-            token_power_cap = paper.token.power_cap
-    if baseline and any(x is not None for x in token_inst):
-        raise InputError(
-            "a baseline has one pool: give its instance with --prompt-tp/--prompt-precision/"
-            "--prompt-kv-precision (the --token-* instance options are for Splitwise designs)"
+    if name is None or name.lower().startswith("custom"):
+        if prompt_gpu is None and token_gpu is None:
+            if name is not None:
+                raise InputError("a custom design needs --prompt-gpu (and optionally --token-gpu)")
+            name = "splitwise-hh"
+        else:
+            if prompt_gpu is None:
+                raise InputError("a custom design needs --prompt-gpu (and optionally --token-gpu)")
+            return custom_design(
+                prompt_gpu,
+                token_gpu,
+                1.0 if pc is None else pc,
+                1.0 if tc is None else tc,
+                prompt_tp=prompt_tp,
+                token_tp=token_tp,
+                prompt_precision=prompt_precision or "fp16",
+                token_precision=token_precision or "fp16",
+                prompt_kv_precision=prompt_kv_precision,
+                token_kv_precision=token_kv_precision,
+            )
+    base = get_design(name)
+
+    def pool(gpu: str | None, cap: float | None, machine: Machine, inst: tuple) -> Machine:
+        tp, precision, kv = inst
+        return make_instance(
+            gpu if gpu is not None else machine.type.name,
+            machine.power_cap if cap is None else cap,
+            machine.tp if tp is None and gpu is None else tp,
+            precision or machine.weight_precision,
+            kv if kv is not None or precision is not None else machine.kv_precision,
         )
-    return custom_design(
-        prompt_gpu,
-        token_gpu,
-        prompt_power_cap,
-        token_power_cap,
-        baseline=baseline,
-        prompt_tp=prompt_tp,
-        token_tp=token_tp,
-        prompt_precision=prompt_precision or "fp16",
-        token_precision=token_precision or "fp16",
-        prompt_kv_precision=prompt_kv_precision,
-        token_kv_precision=token_kv_precision,
-    )
+
+    if base.is_baseline:
+        if token_gpu is not None or tc is not None or any(x is not None for x in token_inst):
+            raise InputError(
+                f"{base.name} has one pool: use --prompt-gpu/--prompt-power-cap/--prompt-tp/"
+                "--prompt-precision/--prompt-kv-precision for its machines, not the --token-* options"
+            )
+        if prompt_gpu is None and pc is None and all(x is None for x in prompt_inst):
+            return base
+        m = pool(prompt_gpu, pc, base.prompt, prompt_inst)
+        return Design(name=f"{base.name}:{m.name}", kind="baseline", prompt=m, token=m, policy=base.policy)
+    given_any = (prompt_gpu, token_gpu, pc, tc, *prompt_inst, *token_inst)
+    if all(x is None for x in given_any):
+        return base
+    prompt = pool(prompt_gpu, pc, base.prompt, prompt_inst)
+    token = pool(token_gpu, tc, base.token, token_inst)
+    if prompt == base.prompt and token == base.token:
+        return base
+    name = f"{base.name}:{prompt.name}/{token.name}"
+    return Design(name=name, kind="splitwise", prompt=prompt, token=token, policy=base.policy)
+
+
+def _count(value: int | None, option: str, low: int = 1) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{option} must be a whole number, got {value!r}")
+    if not low <= value <= MAX_POOL_MACHINES:
+        raise InputError(f"{option} must be between {low} and {MAX_POOL_MACHINES:,}, got {value}")
+    return value
 
 
 def make_config(design: Design, prompt: int | None, token: int | None, machines: int | None) -> ClusterConfig:
+    prompt = _count(prompt, "--prompt")
+    token = _count(token, "--token")
+    machines = _count(machines, "--machines")
     if design.is_baseline:
+        if prompt is not None or token is not None:
+            raise InputError(
+                f"{design.name} is a baseline (one pool): give its size with --machines N, "
+                "not --prompt/--token"
+            )
         if machines is None:
             raise InputError(f"{design.name} is a baseline: give its size with --machines N")
         return ClusterConfig.baseline(design, machines)
+    if machines is not None:
+        raise InputError(f"{design.name} has two pools: give --prompt P and --token T, not --machines")
     if prompt is None or token is None:
         raise InputError(f"{design.name} needs --prompt P and --token T")
     return ClusterConfig(design=design, prompt_machines=prompt, token_machines=token)
 
 
 def simulate(config: ClusterConfig, scenario: Scenario, engine: str = "des") -> SimResult:
-    """Simulate one configuration (the library twin of `splitplan simulate`)."""
-    return _simulate(config, scenario, engine)
+    """Simulate one configuration (the library twin of `splitplan simulate`).
+
+    Throughput is completed requests over the arrival span; a trace whose requests all arrive at
+    once has no span, and its throughput is undefined (NaN → null in JSON), not a huge number.
+    """
+    from dataclasses import replace
+
+    result = _simulate(config, scenario, engine)
+    wl = scenario.workload
+    if wl.n < 2 or float(wl.arrival_s[-1] - wl.arrival_s[0]) <= 0:
+        result = replace(result, throughput_rps=math.nan)
+    return result
 
 
 def requests_table(result: SimResult, scenario: Scenario | None = None):  # -> pyarrow.Table

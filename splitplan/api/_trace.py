@@ -115,9 +115,18 @@ def trace_stats(path: str | Path, *, skip_bad_rows: bool = False) -> TraceStats:
 
 def trace_convert(src: str | Path, out: str | Path, *, skip_bad_rows: bool = False) -> TraceWritten:
     """Any readable trace rewritten in the reference simulator's format."""
+    _check_out(out, "OUT")
+    if Path(src).resolve() == Path(out).resolve():
+        raise InputError(f"IN and OUT are the same file {out}; write the converted trace elsewhere")
     read = scan_trace(src, skip_bad_rows=skip_bad_rows)
     write_trace(read.workload, out)
     return TraceWritten(path=str(out), stats=workload_stats(read.workload, bad_rows=read.bad_rows))
+
+
+def _check_out(out: str | Path, option: str) -> None:
+    from splitplan._io import check_output_path
+
+    check_output_path(out, option, (".csv",))
 
 
 def trace_generate(
@@ -135,14 +144,17 @@ def trace_generate(
     """Generate a trace (see splitplan.workload.make_workload) and write it in the reference format.
 
     recipe="splitwise-sim" reproduces the reference simulator's own generator instead: `workload` must
-    then be an Azure-format CSV path (sizes drawn from its columns) and seed/arrival are ignored.
+    then be an Azure-format CSV path (sizes drawn from its columns); seed and arrival do not apply.
     """
+    _check_out(out, "--out")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise InputError(f"--seed must be a whole number ≥ 0, got {seed!r}")
     if recipe is not None:
         if recipe not in RECIPES:
             raise InputError(f"unknown recipe {recipe!r}; choose from {', '.join(RECIPES)}")
         if rate_rps is None or duration_s is None:
             raise InputError("recipe splitwise-sim needs --rate and --duration")
-        if requests is not None or arrival != "poisson" or cv != 1.0:
+        if requests is not None or arrival != "poisson" or cv != 1.0 or seed != 0:
             raise InputError("recipe splitwise-sim takes only --rate, --duration and a sizes CSV")
         if not Path(workload).is_file():
             raise InputError(f"recipe splitwise-sim needs an Azure-format CSV path, got {workload!r}")

@@ -117,8 +117,35 @@ def _register() -> None:
 _register()
 
 
+def _interrupted_by(exc: BaseException) -> bool:
+    """A compiled function interrupted by Ctrl-C surfaces as SystemError with the KeyboardInterrupt
+    in its chain; it is an interrupt, not an internal error."""
+    seen = 0
+    e: BaseException | None = exc
+    while e is not None and seen < 20:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        e = e.__cause__ or e.__context__
+        seen += 1
+    return False
+
+
+INTERRUPTED = 130
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Console entry point: one line on stderr and exit 2 for bad input, never a traceback."""
+    """Console entry point: one line on stderr and exit 2 for bad input, never a traceback.
+
+    SIGTERM (a scheduler stopping the job) takes the same path as Ctrl-C: finished work is kept
+    and the exit status is 130.
+    """
+    from splitplan.sim.des import sigterm_raises_keyboard_interrupt
+
+    with sigterm_raises_keyboard_interrupt():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         args = _catalog_first(list(sys.argv[1:] if argv is None else argv))
         rv = app(args=args, standalone_mode=False)
@@ -126,15 +153,12 @@ def main(argv: list[str] | None = None) -> int:
             return rv
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
-    except typer.Abort:
-        print("splitplan: interrupted", file=sys.stderr)
-        return 130
+    except (typer.Abort, KeyboardInterrupt):
+        print("splitplan: interrupted; no output file was written", file=sys.stderr)
+        return INTERRUPTED
     except click_exceptions.NoArgsIsHelpError as exc:
         print(exc.format_message() if hasattr(exc, "format_message") else "", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("splitplan: interrupted; finished work was kept", file=sys.stderr)
-        return 130
     except click_exceptions.UsageError as exc:
         print(f"splitplan: error: {exc.format_message()}", file=sys.stderr)
         return 2
@@ -145,9 +169,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"splitplan: {exc}", file=sys.stderr)
         return 0
     except SplitplanError as exc:
-        print(f"splitplan: error: {exc}", file=sys.stderr)
+        print(f"splitplan: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print(
+            "splitplan: error: out of memory; lower --rate/--duration or the machine counts",
+            file=sys.stderr,
+        )
+        return 2
+    except SystemError as exc:
+        if _interrupted_by(exc):
+            print("splitplan: interrupted; no output file was written", file=sys.stderr)
+            return INTERRUPTED
+        raise
     return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text
 
 
 def run() -> None:  # pragma: no cover - console script shim

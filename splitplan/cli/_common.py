@@ -15,6 +15,54 @@ def print_json(doc: Any) -> None:
     sys.stdout.write("\n")
 
 
+def given(ctx: typer.Context, name: str) -> bool:
+    """Whether the user set option `name` (not just its default): lets a command refuse an option
+    that would otherwise be silently ignored."""
+    try:
+        from typer._click.core import ParameterSource
+    except ImportError:  # pragma: no cover
+        from click.core import ParameterSource  # type: ignore[assignment]
+    src = ctx.get_parameter_source(name)
+    return src is not None and src != ParameterSource.DEFAULT
+
+
+def refuse_with_trace(ctx: typer.Context, trace: str | None) -> None:
+    """`--trace` replays a file as is: the generated-workload options would be ignored."""
+    if trace is None:
+        return
+    from splitplan.errors import InputError
+
+    clash = [f"--{n}" for n in ("workload", "rate", "duration") if given(ctx, n)]
+    if clash:
+        raise InputError(f"--trace replays a file as is; {', '.join(clash)} cannot be combined with it")
+
+
+def check_outputs(*items: tuple[str, Path | None, tuple[str, ...]]) -> None:
+    """Every output path checked before any work (see splitplan._io.check_output_path)."""
+    from splitplan._io import check_output_path
+
+    seen: dict[str, str] = {}
+    for option, path, suffixes in items:
+        if path is None:
+            continue
+        check_output_path(path, option, suffixes)
+        key = str(Path(path).resolve())
+        if key in seen:
+            from splitplan.errors import InputError
+
+            raise InputError(f"{seen[key]} and {option} name the same file {path}")
+        seen[key] = option
+
+
+MaxMemoryOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--max-memory",
+        help="Refuse runs whose estimated peak memory exceeds this (e.g. 4GB); default half the RAM.",
+    ),
+]
+
+
 def console():  # -> rich.console.Console, imported lazily to keep --help fast
     from rich.console import Console
 

@@ -54,7 +54,8 @@ def library_errors_as_flags() -> Iterator[None]:
         raise InputError(text) from None
 
 
-_FLAG = {"prompt_gpus": "prompt_gpu", "token_gpus": "token_gpu"}  # repeatable options, singular
+# library parameter → CLI option where the names differ (repeatable options are singular)
+_FLAG = {"prompt_gpus": "prompt_gpu", "token_gpus": "token_gpu", "split_seed": "seed"}
 _PARAM = re.compile(r"`([a-z][a-z0-9_]*)`")
 
 

@@ -11,6 +11,7 @@ from splitplan.cli._common import (
     ConfigOpt,
     DurationOpt,
     JsonOpt,
+    MaxMemoryOpt,
     ModelOpt,
     PerfOpt,
     PromptCapOpt,
@@ -32,6 +33,7 @@ from splitplan.cli._common import (
 
 
 def heatmap_command(
+    ctx: typer.Context,
     design: Annotated[str | None, typer.Option(help="Splitwise design (see `splitplan catalog`).")] = None,
     prompt_range: Annotated[str, typer.Option("--prompt-range", help="Prompt machines A:B.")] = "1:39",
     token_range: Annotated[str, typer.Option("--token-range", help="Token machines C:D.")] = "1:39",
@@ -68,12 +70,15 @@ def heatmap_command(
     dpi: Annotated[
         int | None, typer.Option("--dpi", help="Resolution of a PNG --plot (default 150).")
     ] = None,
+    max_memory: MaxMemoryOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Evaluate every (prompt, token) configuration of one design: slowdowns, SLO verdict, optima."""
     from splitplan import api
+    from splitplan.api._heatmap import MAX_POINTS
+    from splitplan.api._memory import check_memory, estimate_bytes, expected_requests, parse_memory
     from splitplan.api._simulate import WorkloadRequest, resolve_design
-    from splitplan.cli._common import print_json
+    from splitplan.cli._common import check_outputs, given, print_json, refuse_with_trace
     from splitplan.cli._parse import library_errors_as_flags, parse_range
     from splitplan.errors import InputError
 
@@ -89,12 +94,24 @@ def heatmap_command(
         if plot is None:
             raise InputError("--dpi applies to --plot; give --plot FILE too")
         check_dpi(dpi)
+    points = (pr[1] - pr[0] + 1) * (tr[1] - tr[0] + 1)
+    if points > MAX_POINTS:
+        raise InputError(f"the grid has {points:,} points; at most {MAX_POINTS:,} are allowed")
+    check_outputs(("--out", out, (".parquet",)), ("--plot", plot, (".png", ".svg", ".pdf")))
+    if sample_size is not None and engine == "des":
+        raise InputError("--sample-size applies to the analytic and hybrid engines, not --engine des")
+    if given(ctx, "jobs") and engine == "analytic":
+        raise InputError("--jobs runs DES points in parallel; the analytic engine runs none")
+    if given(ctx, "band") and engine != "hybrid":
+        raise InputError("--band applies to the hybrid engine only")
+    refuse_with_trace(ctx, trace)
+    budget = parse_memory(max_memory)
     d = resolve_design(
         design,
         prompt_gpu=prompt_gpu,
         token_gpu=token_gpu,
-        prompt_power_cap=prompt_power_cap,
-        token_power_cap=token_power_cap,
+        prompt_power_cap=prompt_power_cap if given(ctx, "prompt_power_cap") else None,
+        token_power_cap=token_power_cap if given(ctx, "token_power_cap") else None,
         prompt_tp=prompt_tp,
         token_tp=token_tp,
         prompt_precision=prompt_precision,
@@ -102,6 +119,15 @@ def heatmap_command(
         prompt_kv_precision=prompt_kv_precision,
         token_kv_precision=token_kv_precision,
     )
+    des_jobs = 0 if engine == "analytic" else max(1, jobs)
+    n = expected_requests(rate, duration) if trace is None else None
+    if n is not None:
+        check_memory(
+            estimate_bytes(n, des_jobs=des_jobs, grid_points=points),
+            budget,
+            f"a heatmap over {n:,.0f} requests",
+            "lower --rate or --duration",
+        )
     scenario = api.build_scenario(
         workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration, trace=trace),
         model=model,
@@ -110,6 +136,13 @@ def heatmap_command(
         slo=slo,
         seed=seed,
     )
+    if trace is not None:
+        check_memory(
+            estimate_bytes(scenario.workload.n, des_jobs=des_jobs, grid_points=points),
+            budget,
+            f"a heatmap over {scenario.workload.n:,} requests",
+            "replay a shorter trace",
+        )
     from splitplan.cli._progress import StepProgress
 
     with StepProgress(f"heatmap {d.name}") as progress, library_errors_as_flags():

@@ -55,21 +55,27 @@ def check_command(
     """MAPE (percent) of the performance model per (model, hardware, TP, precision, phase) group."""
     from splitplan import api
     from splitplan.cli._common import console, print_json
+    from splitplan.errors import InputError
 
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:  # before the table is read
+        raise InputError(f"--seed must be a whole number ≥ 0, got {seed!r}")
     tp = tensor_parallel
     if tp is None and perf in ("analytic", "profile"):
         from splitplan.perf.measurements import read_measurements
 
         if read_measurements(str(profile)).schema == "profile":
             tp = 8
-    result = api.perf_check(
-        profile,
-        perf=perf,
-        tensor_parallel=tp,
-        split_seed=seed,
-        prompt_curves=prompt_curves,
-        source=source,
-    )
+    from splitplan.cli._parse import library_errors_as_flags
+
+    with library_errors_as_flags():
+        result = api.perf_check(
+            profile,
+            perf=perf,
+            tensor_parallel=tp,
+            split_seed=seed,
+            prompt_curves=prompt_curves,
+            source=source,
+        )
     if json_out:
         print_json(result.to_json())
         return
@@ -149,19 +155,22 @@ def fit_command(
             "--source, --no-host-overhead, --knee, --sequence-overhead, --refine, --cv and --description "
             "need --name"
         )
-    result = api.perf_fit(
-        profile,
-        out,
-        tensor_parallel=tensor_parallel if (name or tensor_parallel) else 8,
-        name=name,
-        source=source,
-        host_overhead=not no_host_overhead,
-        knee=knee,
-        sequence_overhead=sequence_overhead,
-        refine=refine,
-        cv=cv,
-        description=description,
-    )
+    from splitplan.cli._parse import library_errors_as_flags
+
+    with library_errors_as_flags():
+        result = api.perf_fit(
+            profile,
+            out,
+            tensor_parallel=tensor_parallel if (name or tensor_parallel) else 8,
+            name=name,
+            source=source,
+            host_overhead=not no_host_overhead,
+            knee=knee,
+            sequence_overhead=sequence_overhead,
+            refine=refine,
+            cv=cv,
+            description=description,
+        )
     if json_out:
         print_json(result.to_json())
         return

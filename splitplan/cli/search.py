@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -133,6 +134,13 @@ def search_command(
         ),
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Write every evaluated point (parquet).")] = None,
+    max_memory: Annotated[
+        str | None,
+        typer.Option(
+            "--max-memory",
+            help="Refuse runs whose estimated peak memory exceeds this (e.g. 4GB); default half the RAM.",
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     export_plan: ExportPlanOpt = None,
     save_request: Annotated[
@@ -150,9 +158,13 @@ def search_command(
 ) -> None:
     """Find the best configuration of each design that meets all nine SLOs."""
     from splitplan import api
+    from splitplan._io import partial_path
+    from splitplan.api._memory import check_memory, estimate_bytes, expected_requests, parse_memory
     from splitplan.api._plan import check_plan_path
+    from splitplan.api._search import build_spaces
     from splitplan.api._simulate import WorkloadRequest
-    from splitplan.cli._common import console, print_json
+    from splitplan.api._validate import grid_points
+    from splitplan.cli._common import check_outputs, console, given, print_json
     from splitplan.cli._parse import (
         library_errors_as_flags,
         parse_cap,
@@ -160,15 +172,30 @@ def search_command(
         parse_name_list,
         parse_range,
     )
+    from splitplan.errors import InputError
     from splitplan.report.render import search_summary, search_table
     from splitplan.report.tables import points_table, write_parquet_atomic
     from splitplan.search import Engine, Method, Objective, SearchInterrupted
     from splitplan.search.objective import parse_enum
 
-    if out is not None and out.suffix.lower() != ".parquet":
-        from splitplan.errors import InputError
+    check_outputs(("--out", out, (".parquet",)))
+    if out is not None:
+        check_outputs(("--out", partial_path(out), (".parquet",)))
+    if storage is not None:
+        from splitplan.search.store import storage_url
 
-        raise InputError(f"--out must end in .parquet, got {out.name}")
+        storage_url(storage)  # a missing folder is reported now, not after the work
+    if scheduler is not None and backend != "dask":
+        raise InputError("--scheduler applies only to --backend dask")
+    if given(ctx, "trials") and method == "grid":
+        raise InputError("--trials applies to Optuna searches, not --method grid")
+    if given(ctx, "band") and engine != "hybrid":
+        raise InputError("--band applies only to --engine hybrid")
+    if budget is not None and (power_budget_kw is not None or cost_budget_usd_per_h is not None):
+        raise InputError(
+            "--budget names a budget; it cannot be combined with --power-budget-kw/--cost-budget-usd-per-h"
+        )
+    mem_budget = parse_memory(max_memory)
     from splitplan.cli._request import check_save_path, replay_request
 
     check_plan_path(export_plan)
@@ -178,8 +205,12 @@ def search_command(
             designs=tuple(design or ()),
             prompt_gpus=tuple(prompt_gpu or ()),
             token_gpus=tuple(token_gpu or ()),
-            prompt_power_cap=parse_cap(prompt_power_cap, "--prompt-power-cap"),
-            token_power_cap=parse_cap(token_power_cap, "--token-power-cap"),
+            prompt_power_cap=parse_cap(prompt_power_cap, "--prompt-power-cap")
+            if given(ctx, "prompt_power_cap")
+            else None,
+            token_power_cap=parse_cap(token_power_cap, "--token-power-cap")
+            if given(ctx, "token_power_cap")
+            else None,
             prompt_tp=parse_int_list(prompt_tp, "--prompt-tp"),
             token_tp=parse_int_list(token_tp, "--token-tp"),
             prompt_precision=parse_name_list(prompt_precision),
@@ -215,6 +246,22 @@ def search_command(
         )
         if request is not None:
             req = replay_request(ctx, req, request)
+        spaces = build_spaces(req)  # validates every option before any work
+    n = expected_requests(rate, duration)
+    if n is not None:
+        des_jobs = 0 if engine == "analytic" else max(1, jobs if jobs > 0 else (os.cpu_count() or 1))
+        est = estimate_bytes(
+            n,
+            des_jobs=des_jobs,
+            baseline_screen=engine != "des" and any(s.baseline for s in spaces),
+            grid_points=grid_points(spaces),
+        )
+        check_memory(
+            est,
+            mem_budget,
+            f"searching {len(spaces)} design(s) over {n:,.0f} requests",
+            "lower --rate or --duration, or search fewer designs (baselines need the most)",
+        )
     storage = req.storage
     from splitplan.cli._logging import progress_enabled
 
@@ -235,13 +282,14 @@ def search_command(
             _save_request(req, save_request)
         kept = []
         if out is not None and exc.points:
-            write_parquet_atomic(points_table(exc.points, partial=True, context=_context(req), **meta), out)
-            kept.append(f"{len(exc.points)} evaluated points written to {out}")
+            part = partial_path(out)
+            write_parquet_atomic(points_table(exc.points, partial=True, context=_context(req), **meta), part)
+            kept.append(f"{len(exc.points)} evaluated points written to {part}")
         if storage is not None:
             kept.append(f"finished DES runs kept in {storage}; rerun the same command to resume")
         msg = "; ".join(kept) if kept else "nothing was kept (use --storage to make searches resumable)"
         print(f"splitplan: search interrupted after {exc.des_evaluations} DES runs — {msg}", file=sys.stderr)
-        raise  # the entry point turns the interrupt into exit code 130
+        raise typer.Exit(130) from None
     finally:
         progress.close()
     if save_request is not None:

@@ -12,6 +12,7 @@ from splitplan.cli._common import (
     DurationOpt,
     ExportPlanOpt,
     JsonOpt,
+    MaxMemoryOpt,
     ModelOpt,
     PerfOpt,
     PromptCapOpt,
@@ -33,6 +34,7 @@ from splitplan.cli._common import (
 
 
 def simulate_command(
+    ctx: typer.Context,
     design: Annotated[str | None, typer.Option(help="Design name (see `splitplan catalog`).")] = None,
     prompt: Annotated[int | None, typer.Option("--prompt", help="Prompt machines (split designs).")] = None,
     token: Annotated[int | None, typer.Option("--token", help="Token machines (Splitwise designs).")] = None,
@@ -62,24 +64,34 @@ def simulate_command(
     ] = None,
     seed: SeedOpt = 0,
     requests_out: Annotated[Path | None, typer.Option(help="Write per-request results (parquet).")] = None,
+    max_memory: MaxMemoryOpt = None,
     json_out: JsonOpt = False,
     export_plan: ExportPlanOpt = None,
 ) -> None:
     """Simulate one cluster configuration and check all nine SLOs."""
     from splitplan import api
+    from splitplan.api._memory import check_memory, estimate_bytes, expected_requests, parse_memory
     from splitplan.api._plan import check_plan_path
     from splitplan.api._simulate import WorkloadRequest, make_config, requests_table, resolve_design
-    from splitplan.cli._common import print_json
+    from splitplan.cli._common import check_outputs, given, print_json, refuse_with_trace
     from splitplan.design import BatchPolicy
     from splitplan.errors import InputError
 
     check_plan_path(export_plan)
+
+    check_outputs(("--requests-out", requests_out, (".parquet",)))
+    if requests_out is not None and engine != "des":
+        raise InputError(
+            "--requests-out needs --engine des (the analytic engine keeps no per-request results)"
+        )
+    refuse_with_trace(ctx, trace)
+    budget = parse_memory(max_memory)
     d = resolve_design(
         design,
         prompt_gpu=prompt_gpu,
         token_gpu=token_gpu,
-        prompt_power_cap=prompt_power_cap,
-        token_power_cap=token_power_cap,
+        prompt_power_cap=prompt_power_cap if given(ctx, "prompt_power_cap") else None,
+        token_power_cap=token_power_cap if given(ctx, "token_power_cap") else None,
         prompt_tp=prompt_tp,
         token_tp=token_tp,
         prompt_precision=prompt_precision,
@@ -90,6 +102,14 @@ def simulate_command(
     cfg = make_config(d, prompt, token, machines)
     if chunk_tokens is not None and d.policy is not BatchPolicy.CHUNKED:
         raise InputError(f"--chunk-tokens applies to chunked-prefill designs (chunked-a100, …), not {d.name}")
+    n = expected_requests(rate, duration) if trace is None else None
+    if n is not None:
+        check_memory(
+            estimate_bytes(n, des_jobs=int(engine == "des")),
+            budget,
+            f"simulating {n:,.0f} requests",
+            "lower --rate or --duration",
+        )
     scenario = api.build_scenario(
         workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration, trace=trace),
         model=model,
@@ -99,6 +119,13 @@ def simulate_command(
         seed=seed,
         chunk_tokens=chunk_tokens,
     )
+    if trace is not None:
+        check_memory(
+            estimate_bytes(scenario.workload.n, des_jobs=int(engine == "des")),
+            budget,
+            f"simulating {scenario.workload.n:,} requests",
+            "replay a shorter trace",
+        )
     result = api.simulate(cfg, scenario, engine)
     if requests_out is not None:
         import pyarrow.parquet as pq
@@ -159,9 +186,15 @@ def _render(result, slo) -> None:
     con.print(f"{verdict}; binding {result.verdict.binding} (headroom {result.verdict.headroom:+.1%})")
     con.print(
         f"cost ${cfg.cost_usd_per_h:,.2f}/h, power {cfg.power_kw:,.2f} kW, "
-        f"throughput {result.throughput_rps:.2f} req/s, utilization {util}, "
+        f"throughput {_rate(result.throughput_rps)}, utilization {util}, "
         f"simulated in {result.sim_wall_s * 1000:.0f} ms"
     )
+
+
+def _rate(rps: float) -> str:
+    import math
+
+    return f"{rps:.2f} req/s" if math.isfinite(rps) else "undefined (every request arrives at once)"
 
 
 def register(app: typer.Typer) -> None:

@@ -136,10 +136,11 @@ def _shipped() -> CoefficientSet:
 @cache
 def _load(path: str) -> CoefficientSet:
     p = Path(path)
+    from splitplan._io import read_text_file
+
+    text = read_text_file(p, "coefficient file")
     try:
-        doc = tomllib.loads(p.read_text())
-    except OSError as exc:
-        raise InputError(f"cannot read coefficient file {p}: {exc.strerror or exc}") from None
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"coefficient file {p} is not valid TOML: {exc}") from None
     gpus_doc = doc.get("gpu", {})

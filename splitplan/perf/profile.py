@@ -89,10 +89,9 @@ _ARRAY_FIELDS = (
 def read_profile(path: str | Path) -> ProfileTable:
     """Read and validate a profile CSV (times in milliseconds, as the reference's table)."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read profile {p}: {exc.strerror or exc}") from None
+    from splitplan._io import read_text_file
+
+    text = read_text_file(p, "profile")
     reader = csv.reader(text.splitlines())
     header = next(reader, None)
     if not header:

@@ -118,9 +118,11 @@ def _params_from(d: object, where: str, base: dict[str, float] | None = None) ->
 def load_stack_file(path: str) -> Stack:
     p = Path(path)
     try:
-        doc = tomllib.loads(p.read_text())
+        doc = tomllib.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
         raise InputError(f"cannot read stack file {p}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"stack file {p} is not UTF-8 text (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"stack file {p} is not valid TOML: {exc}") from None
     if "params" not in doc:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from splitplan.errors import InputError
@@ -31,6 +31,10 @@ class Runner:
     jobs: int = 1
     backend: str = "loky"
     scheduler: str | None = None
+    # processes sharing a storage share this board (splitplan.search.store.WorkBoard): each task is
+    # claimed by one of them, so they spread over the tasks instead of all running the first one
+    board: Any = field(default=None, compare=False)
+    _calls: list[int] = field(default_factory=lambda: [0], compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.jobs, int) or self.jobs == 0 or self.jobs < -1:
@@ -70,6 +74,8 @@ class Runner:
             return []
         if progress:
             progress.add(len(tasks))
+        if self.board is not None and self.in_process:
+            return self._cooperative_map(fn, tasks, progress, on_result)
         if self.in_process or (len(tasks) == 1 and self.backend == "loky"):
             out = []
             for i, task in enumerate(tasks):
@@ -91,6 +97,42 @@ class Runner:
                 if progress:
                     progress.advance(1)
             return out
+
+    def _cooperative_map(
+        self,
+        fn: Callable[..., Any],
+        tasks: Sequence[tuple[Any, ...]],
+        progress: ProgressSink | None,
+        on_result: Callable[[int, Any], None] | None,
+    ) -> list[Any]:
+        """In-process map shared with other processes: tasks another process has claimed are run
+        last, when their points are (mostly) on the board already and cost nothing to read."""
+        call = self._calls[0]
+        self._calls[0] += 1
+        out: list[Any] = [None] * len(tasks)
+
+        def run(i: int) -> None:
+            out[i] = fn(*tasks[i])
+            if on_result:
+                on_result(i, out[i])
+            if progress:
+                progress.advance(1)
+
+        deferred = []
+        for i in range(len(tasks)):
+            key = f"task|{call}|{i}"
+            if not self.board.claim(key):
+                deferred.append(i)
+                continue
+            try:
+                run(i)
+            except BaseException:
+                self.board.release(key)
+                raise
+            self.board.post(key, "done")
+        for i in deferred:
+            run(i)
+        return out
 
     @contextlib.contextmanager
     def _backend(self) -> Iterator[None]:

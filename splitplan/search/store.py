@@ -8,14 +8,21 @@ studies. Names carry a fingerprint of the scenario so different problems never s
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from splitplan.errors import InputError
 from splitplan.search.evaluate import Decision
 from splitplan.sim.scenario import Scenario
+
+T = TypeVar("T")
 
 
 def scenario_fingerprint(scenario: Scenario) -> str:
@@ -73,31 +80,78 @@ def _schema_race(exc: BaseException) -> bool:
     SQLAlchemy's `create_all` checks for each table and then creates it, so two processes on a
     fresh database can both decide to create it: the loser sees an IntegrityError (a row of the
     version table) or an OperationalError ("table … already exists", "database is locked").
+    This is the one retry rule for opening a relational storage.
     """
     from sqlalchemy.exc import IntegrityError, OperationalError
 
-    if isinstance(exc, IntegrityError):
-        return True
-    if isinstance(exc, OperationalError):
-        text = str(exc).lower()
-        return "already exists" in text or "database is locked" in text
+    seen: BaseException | None = exc
+    for _ in range(4):  # optuna may wrap the driver's error (StorageInternalError from ...)
+        if seen is None:
+            break
+        if isinstance(seen, IntegrityError):
+            return True
+        if isinstance(seen, OperationalError):
+            text = str(seen).lower()
+            return "already exists" in text or "is locked" in text
+        seen = seen.__cause__ or seen.__context__
     return False
 
 
 def _rdb_with_retry(url: str, attempts: int = 8) -> Any:
-    """Workers started together race to create the schema of a new database; the losers retry."""
-    import time
-
+    """Workers started together race to create the schema of a new database. For SQLite the first
+    one creates it under an exclusive lock on a sidecar file while the others wait; any backend's
+    losers of the race (see `_schema_race`) retry."""
     import optuna
+
+    kwargs: dict[str, Any] = {}
+    lock_path = None
+    if url.startswith("sqlite:///"):
+        kwargs = {"engine_kwargs": {"connect_args": {"timeout": 60.0}}}
+        lock_path = url[len("sqlite:///") :] + ".lock"
+
+    def create() -> Any:
+        with _file_lock(lock_path):
+            return optuna.storages.RDBStorage(url, **kwargs)
+
+    return _retry_schema_race(create, attempts)
+
+
+def _retry_schema_race(create: Callable[[], T], attempts: int = 8) -> T:
+    """`create()`, retried with a growing pause while it loses a schema race (`_schema_race`)."""
+    import time
 
     for i in range(attempts):
         try:
-            return optuna.storages.RDBStorage(url)
+            return create()
         except Exception as exc:
             if i == attempts - 1 or not _schema_race(exc):
                 raise
             time.sleep(0.1 * (i + 1))
     raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def _file_lock(path: str | None) -> Iterator[None]:
+    """An exclusive advisory lock on `path` (created if needed); a no-op for None or where locks
+    are unavailable."""
+    if path is None:
+        yield
+        return
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - non-POSIX
+        yield
+        return
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def point_key(
@@ -191,3 +245,196 @@ def _decode(v: dict[str, Any]) -> Decision:
         binding=str(v["binding"]),
         slowdown={k: f(x) for k, x in v["slowdown"].items()},
     )
+
+
+# ---------------------------------------------------------------- cooperating processes
+
+CLAIM_LEASE_S = 900.0  # a claim on another host older than this is taken over (its owner is gone)
+POLL_S = 0.1
+
+
+class WorkBoard:
+    """Claims and results shared by every process given the same RDB storage URL (SQLite,
+    PostgreSQL, MySQL): a point or task is claimed by an atomic insert, so exactly one process
+    works on it; the others read its result when it is posted. A claim whose owner died (same host:
+    its pid is gone; another host: older than CLAIM_LEASE_S) is taken over.
+
+    Journal storages have no atomic insert here: `open_board` returns None and processes sharing
+    one only resume from each other's finished work.
+    """
+
+    TABLE = "splitplan_claims"
+
+    def __init__(self, url: str, scope: str) -> None:
+        import socket
+
+        import sqlalchemy as sa
+
+        self.url = url
+        self.scope = scope
+        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        kwargs: dict[str, Any] = {}
+        if url.startswith("sqlite:///"):
+            kwargs = {"connect_args": {"timeout": 60.0}}
+        self._engine = sa.create_engine(url, **kwargs)
+        meta = sa.MetaData()
+        self._t = sa.Table(
+            self.TABLE,
+            meta,
+            sa.Column("key", sa.String(512), primary_key=True),
+            sa.Column("owner", sa.String(300), nullable=False),
+            sa.Column("claimed_at", sa.Float, nullable=False),
+            sa.Column("result", sa.Text, nullable=True),
+        )
+        lock = url[len("sqlite:///") :] + ".lock" if url.startswith("sqlite:///") else None
+
+        def create() -> None:
+            with _file_lock(lock):
+                meta.create_all(self._engine, checkfirst=True)
+
+        _retry_schema_race(create)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"url": self.url, "scope": self.scope}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["url"], state["scope"])  # type: ignore[misc]
+
+    def _k(self, key: str) -> str:
+        return f"{self.scope}|{key}"
+
+    def claim(self, key: str) -> bool:
+        """True if this process now owns `key` (it was unclaimed, or its owner is gone)."""
+        import sqlalchemy as sa
+
+        k, now = self._k(key), time.time()
+        try:
+            with self._engine.begin() as con:
+                con.execute(sa.insert(self._t).values(key=k, owner=self.owner, claimed_at=now, result=None))
+            return True
+        except sa.exc.IntegrityError:
+            pass
+        except sa.exc.OperationalError:
+            return False
+        with self._engine.begin() as con:
+            row = con.execute(
+                sa.select(self._t.c.owner, self._t.c.claimed_at, self._t.c.result).where(self._t.c.key == k)
+            ).first()
+            if row is None or row.result is not None or not self._gone(row.owner, row.claimed_at):
+                return False
+            res = con.execute(
+                sa.update(self._t)
+                .where(self._t.c.key == k, self._t.c.owner == row.owner, self._t.c.result.is_(None))
+                .values(owner=self.owner, claimed_at=now)
+            )
+            return res.rowcount == 1
+
+    def _gone(self, owner: str, claimed_at: float) -> bool:
+        import socket
+
+        host, _, pid = owner.rpartition(":")
+        if owner == self.owner:
+            return True
+        if host == socket.gethostname() and pid.isdigit():
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                return True
+            except PermissionError:
+                return False
+            return False
+        return time.time() - claimed_at > CLAIM_LEASE_S
+
+    def post(self, key: str, value: str) -> None:
+        import sqlalchemy as sa
+
+        with self._engine.begin() as con:
+            con.execute(sa.update(self._t).where(self._t.c.key == self._k(key)).values(result=value))
+
+    def release(self, key: str) -> None:
+        """Give up an unfinished claim (an interrupted simulation) so another process takes it."""
+        import sqlalchemy as sa
+
+        with contextlib.suppress(Exception), self._engine.begin() as con:
+            con.execute(
+                sa.delete(self._t).where(
+                    self._t.c.key == self._k(key), self._t.c.owner == self.owner, self._t.c.result.is_(None)
+                )
+            )
+
+    def result(self, key: str) -> str | None:
+        import sqlalchemy as sa
+
+        with self._engine.connect() as con:
+            row = con.execute(sa.select(self._t.c.result).where(self._t.c.key == self._k(key))).first()
+        return None if row is None else row.result
+
+    def done(self, key: str) -> bool:
+        return self.result(key) is not None
+
+    def counts(self) -> dict[str, int]:
+        """Finished points per owner (how the work was shared)."""
+        import sqlalchemy as sa
+
+        with self._engine.connect() as con:
+            rows = con.execute(
+                sa.select(self._t.c.owner, sa.func.count())
+                .where(self._t.c.key.like(f"{self.scope}|point|%"), self._t.c.result.is_not(None))
+                .group_by(self._t.c.owner)
+            ).all()
+        return {r[0]: int(r[1]) for r in rows}
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+
+def open_board(storage: str | None, fingerprint: str) -> WorkBoard | None:
+    """The shared work board of an RDB storage (None without storage, or for a journal file)."""
+    if storage is None:
+        return None
+    url = storage_url(storage)
+    if url.startswith("journal:"):
+        return None
+    try:
+        return WorkBoard(url, f"splitplan-{fingerprint}")
+    except Exception as exc:  # any driver error opening a URL is an input problem
+        raise InputError(f"cannot open storage {storage!r}: {str(exc).splitlines()[0]}") from None
+
+
+@dataclass(slots=True)
+class CooperativeEvaluator:
+    """Wraps an Evaluator so that processes sharing a WorkBoard simulate each point once: the first
+    to claim a point simulates it and posts the verdict; the others wait for it."""
+
+    inner: Any
+    board: WorkBoard
+
+    def screen(self, design: Any, prompt: Any, token: Any, rate_scale: Any = 1.0) -> Any:
+        return self.inner.screen(design, prompt, token, rate_scale)
+
+    def decide(self, design: Any, prompt: int, token: int, rate_scale: float = 1.0) -> Decision:
+        import json
+
+        key = "point|" + point_key(
+            design.name,
+            design.prompt.type.name,
+            design.token.type.name,
+            design.prompt.power_cap,
+            design.token.power_cap,
+            int(prompt),
+            int(token),
+            float(rate_scale),
+        )
+        while True:
+            posted = self.board.result(key)
+            if posted is not None:
+                return _decode(json.loads(posted))
+            if self.board.claim(key):
+                try:
+                    d = self.inner.decide(design, prompt, token, rate_scale)
+                except BaseException:
+                    self.board.release(key)
+                    raise
+                self.board.post(key, json.dumps(_encode(d)))
+                return d
+            time.sleep(POLL_S)

@@ -68,8 +68,12 @@ class SimConfig:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise InputError(f"config: {name} must be an integer ≥ 1, got {v!r}")
-        if not isinstance(self.max_preemptions, int) or self.max_preemptions < 0:
-            raise InputError(f"config: max_preemptions must be an integer ≥ 0, got {self.max_preemptions!r}")
+        v = self.max_preemptions
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise InputError(f"config: max_preemptions must be an integer ≥ 0, got {v!r}")
+        if not isinstance(self.prompt_reserves_decode_kv, bool):
+            v = self.prompt_reserves_decode_kv
+            raise InputError(f"config: prompt_reserves_decode_kv must be true or false, got {v!r}")
         if not isinstance(self.chunk_decodes_first, bool):
             raise InputError(
                 f"config: chunk_decodes_first must be true or false, got {self.chunk_decodes_first!r}"
@@ -88,17 +92,33 @@ class SimConfig:
             )
         if self.kv_bytes not in ("gqa", "no_gqa"):
             raise InputError(f"config: kv_bytes must be gqa or no_gqa, got {self.kv_bytes!r}")
-        for name in ("layerwise_overhead_s", "link_bytes_per_s"):
+        v = self.layerwise_overhead_s
+        if v is not None and not (_is_number(v) and math.isfinite(v) and v >= 0):
+            raise InputError(f"config: layerwise_overhead_s must be a number ≥ 0, got {v!r}")
+        # a zero link never delivers a KV cache; a zero backlog limit or retry interval stops (or
+        # spins) every simulation at its first request
+        for name in ("link_bytes_per_s",):
             v = getattr(self, name)
-            if v is not None and not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
-                raise InputError(f"config: {name} must be a number ≥ 0, got {v!r}")
-        for name in ("memory_retry_s", "max_backlog_s", "warmup_s"):
+            if v is not None and not (_is_number(v) and math.isfinite(v) and v > 0):
+                raise InputError(f"config: {name} must be a number > 0, got {v!r}")
+        for name in ("memory_retry_s", "max_backlog_s"):
             v = getattr(self, name)
-            if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
-                raise InputError(f"config: {name} must be a number ≥ 0, got {v!r}")
+            if not (_is_number(v) and math.isfinite(v) and v > 0):
+                raise InputError(f"config: {name} must be a number > 0, got {v!r}")
+        v = self.warmup_s
+        if not (_is_number(v) and math.isfinite(v) and v >= 0):
+            raise InputError(f"config: warmup_s must be a number ≥ 0, got {v!r}")
+        if not isinstance(self.weight_bytes, dict):
+            raise InputError(
+                f"config: weight_bytes must be a table of model = bytes, got {self.weight_bytes!r}"
+            )
         for k, v in self.weight_bytes.items():
-            if not (isinstance(v, int | float) and v > 0):
+            if not (_is_number(v) and math.isfinite(v) and v > 0):
                 raise InputError(f"config: weight_bytes.{k} must be a positive number, got {v!r}")
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
 
 
 def load_config(path: str | Path | None, **overrides: Any) -> SimConfig:
@@ -124,11 +144,12 @@ def load_config(path: str | Path | None, **overrides: Any) -> SimConfig:
 
 
 def read_config_doc(path: str | Path) -> dict[str, Any]:
+    from splitplan._io import read_text_file
+
     p = Path(path)
+    text = read_text_file(p, "config")
     try:
-        return tomllib.loads(p.read_text())
-    except OSError as exc:
-        raise InputError(f"cannot read config {p}: {exc.strerror or exc}") from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"config {p} is not valid TOML: {exc}") from None
 

@@ -197,7 +197,9 @@ def _fast_read(
     try:
         table = pcsv.read_csv(
             io.BytesIO(raw),
-            read_options=pcsv.ReadOptions(skip_rows=1, column_names=header, block_size=1 << 22),
+            read_options=pcsv.ReadOptions(
+                skip_rows=1, column_names=header, block_size=1 << 22, use_threads=False
+            ),
             parse_options=pcsv.ParseOptions(ignore_empty_lines=False),
             convert_options=pcsv.ConvertOptions(column_types=types, include_columns=list(names)),
         )
@@ -252,9 +254,10 @@ def _parse_columns(
         )
 
     try:
-        table = read(True)
-        if any(num is None for num, _, _ in invalid):
-            table = read(False)  # row numbers are only known when parsing on one thread
+        # one thread: Arrow's CSV worker threads, once started, could still be alive while the
+        # process tears down after an error line and abort it ("terminate called without an active
+        # exception", exit 134); one thread also gives every invalid row its line number
+        table = read(False)
     except (pa.ArrowException, ValueError, OverflowError) as exc:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"{shown}: not a readable CSV file ({msg})") from None

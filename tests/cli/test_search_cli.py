@@ -177,7 +177,11 @@ def test_ctrl_c_keeps_finished_work(
     assert res.exit_code == 130
     assert "interrupted after 10 DES runs" in err
     assert "rerun the same command to resume" in err
-    assert pq.read_table(out).num_rows == 10
+    # the partial table goes beside the destination, never over it
+    assert not out.exists()
+    assert pq.read_table(tmp_path / "p.partial.parquet").num_rows == 10
+    assert "p.partial.parquet" in err
+    assert len([ln for ln in err.splitlines() if ln.strip()]) == 1
     fake.fail_after = None
     n_before = len(fake.calls)
     assert main(["search", "--design", "splitwise-hh", "--storage", str(db), "--json"]) == 0

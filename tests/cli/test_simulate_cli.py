@@ -92,12 +92,12 @@ def test_rich_table_names_binding_slo(capsys):
     ("args", "needle"),
     [
         (["--design", "splitwise-zz", "--prompt", "1", "--token", "1"], "unknown design"),
-        (["--design", "splitwise-hh", "--prompt", "-3", "--token", "1"], "prompt_machines"),
+        (["--design", "splitwise-hh", "--prompt", "-3", "--token", "1"], "--prompt"),
         (["--design", "baseline-h100"], "--machines"),
         (["--prompt-gpu", "tpu-v9", "--prompt", "1", "--token", "1"], "unknown machine or GPU"),
         (
             ["--prompt-gpu", "h100-80gb", "--prompt-power-cap", "1.5", "--prompt", "1", "--token", "1"],
-            "power cap",
+            "power-cap",
         ),
         (["--design", "splitwise-hh", "--prompt", "1", "--token", "1", "--model", "gpt-9"], "unknown model"),
         (["--design", "splitwise-hh", "--prompt", "1", "--token", "1", "--rate", "-1"], "rate"),

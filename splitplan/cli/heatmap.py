@@ -84,12 +84,8 @@ def heatmap_command(
 
     pr = parse_range(prompt_range, "--prompt-range")
     tr = parse_range(token_range, "--token-range")
-    from splitplan.report.plot import check_dpi, plot_format
+    from splitplan.report.plot import check_dpi
 
-    if out is not None and out.suffix.lower() != ".parquet":
-        raise InputError(f"--out must name a .parquet file, got {out}")
-    if plot is not None:
-        plot_format(plot)
     if dpi is not None:
         if plot is None:
             raise InputError("--dpi applies to --plot; give --plot FILE too")

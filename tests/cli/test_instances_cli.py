@@ -147,7 +147,9 @@ def test_search_without_designs_leaves_out_gpus_without_fp8_and_says_so(capsys) 
 
     notes: list[str] = []
     spaces = build_spaces(SearchRequest(token_precision="fp8"), notes)
-    assert [s.name for s in spaces] == ["baseline-a100", "baseline-h100", "splitwise-hh", "splitwise-hhcap"]
+    kept = ["baseline-a100", "baseline-h100", "splitwise-hh", "splitwise-hhcap"]
+    kept += ["chunked-a100", "chunked-h100"]  # chunked baselines run fp16; token options do not apply
+    assert [s.name for s in spaces] == kept
     assert any("splitwise-ha left out" in n and "fp8" in n for n in notes)
 
 
@@ -200,7 +202,14 @@ SMALLER = ["--rate", "5", "--duration", "30", "--prompt-range", "1:12", "--token
 def test_acceptance_search_over_tp_per_pool(capsys) -> None:
     doc = _json(capsys, [*ACCEPTANCE, *SMALLER, "--json"])
     rows = {r["design"]: r for r in doc["results"]}
-    assert list(rows) == ["baseline-a100", "baseline-h100", "splitwise-hh", "splitwise-hhcap"]
+    assert list(rows) == [
+        "baseline-a100",
+        "baseline-h100",
+        "splitwise-hh",
+        "splitwise-hhcap",
+        "chunked-a100",
+        "chunked-h100",
+    ]
     assert any("splitwise-ha left out" in n for n in doc["notes"])
     for name, r in rows.items():
         assert r["method"] == "grid"

@@ -71,7 +71,7 @@ SCRIPT = textwrap.dedent(
     from splitplan.sim.scenario import Scenario
     from splitplan.workload import make_workload
 
-    wl = make_workload("coding", rate_rps=7000, duration_s=120, seed=0)
+    wl = make_workload("coding", rate_rps=7000, duration_s=480, seed=0)
     sc = Scenario(workload=wl, model=get_model("llama2-70b"))
     cfg = ClusterConfig(design=get_design("splitwise-hh"), prompt_machines=1400, token_machines=600)
 
@@ -111,6 +111,6 @@ def test_a_signal_during_the_compiled_loop_is_a_clean_keyboard_interrupt(tmp_pat
     assert proc.returncode == 130
     assert "Traceback" not in err, err
     assert "SystemError" not in err, err
-    # the whole 840k-request run takes seconds; the interrupt must not wait for it (a generous
-    # bound for a loaded machine: the kernel looks at its stop flag about every millisecond)
-    assert float(at) - sent < 1.0
+    # the whole 3.4M-request run takes well over 5 s of CPU; the interrupt must not wait for it (a
+    # generous bound for a loaded machine: the kernel looks at its stop flag about every millisecond)
+    assert float(at) - sent < 3.0

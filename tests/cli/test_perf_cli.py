@@ -12,12 +12,12 @@ HEADER = (
     "measured_ms,estimated,derivation,notes\n"
 )
 ROWS = (
-    "eng,llama2-7b,a100-80gb,1,fp16,prompt,1,128,,,16,no,,\n"
-    "eng,llama2-7b,a100-80gb,1,fp16,prompt,1,2048,,,133,no,,\n"
+    "eng,llama2-7b,a100-80gb,1,fp16,prompt,1,128,,,21,no,,\n"
+    "eng,llama2-7b,a100-80gb,1,fp16,prompt,1,2048,,,151,no,,\n"
     "eng,llama2-7b,a100-80gb,1,fp16,token,8,,8000,,12,no,,\n"
     "eng,llama2-7b,a100-80gb,1,fp16,static_batch,64,128,,128,2400,no,,\n"
-    "eng,llama2-70b,h100-80gb,4,fp8,prompt,1,128,,,26,no,,\n"
-    "eng,llama2-70b,h100-80gb,4,fp8,prompt,1,2048,,,109,no,,\n"
+    "eng,llama2-70b,h100-80gb,4,fp8,prompt,1,128,,,31,no,,\n"
+    "eng,llama2-70b,h100-80gb,4,fp8,prompt,1,2048,,,118,no,,\n"
     "eng,llama2-70b,h100-80gb,4,fp8,token,64,,64000,,20,no,,\n"
     "eng,llama2-70b,h100-80gb,4,fp8,static_batch,64,2048,,128,20000,no,,\n"
 )

@@ -23,6 +23,9 @@ from splitplan.perf.base import PerfModel
 METRICS = ("ttft", "tbt", "e2e")
 PERCENTILES = (50, 90, 99)
 SLO_KEYS = tuple(f"{m}_p{q}" for m in METRICS for q in PERCENTILES)
+# The nine latency percentiles in seconds, as output columns: `ttft_p99` → `ttft_p99_s` (the
+# per-request files name a request's latencies `ttft_s`, `tbt_s`, `e2e_s`; the suffix is the unit).
+LATENCY_COLUMNS = tuple(f"{k}_s" for k in SLO_KEYS)
 
 # Table VI of the paper.
 DEFAULT_SLOWDOWN_LIMITS: dict[str, float] = {

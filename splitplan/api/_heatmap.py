@@ -27,6 +27,7 @@ from splitplan.catalog import Machine
 from splitplan.design import Design, make_instance, pool_fields
 from splitplan.errors import InputError
 from splitplan.search import (
+    DecidedBy,
     Decision,
     DesignResult,
     DesignSpace,
@@ -43,7 +44,7 @@ from splitplan.search.objective import Engine, Objective, parse_enum
 from splitplan.search.parallel import ProgressSink
 from splitplan.search.problem import DEFAULT_BAND
 from splitplan.sim.scenario import Scenario
-from splitplan.slo import SLO_KEYS
+from splitplan.slo import LATENCY_COLUMNS, SLO_KEYS
 
 ENGINES = tuple(e.value for e in Engine)
 DEFAULT_ENGINE = Engine.HYBRID
@@ -79,6 +80,7 @@ class HeatmapResult:
     prompt_machines: npt.NDArray[np.int64]
     token_machines: npt.NDArray[np.int64]
     slowdown: dict[str, npt.NDArray[np.float64]]
+    latency_s: dict[str, npt.NDArray[np.float64]]  # SLO key → seconds per point (DES where it decided)
     meets_slo: npt.NDArray[np.bool_]
     stable: npt.NDArray[np.bool_]
     margin: npt.NDArray[np.float64]
@@ -117,6 +119,7 @@ class HeatmapResult:
             "token_machines": self.token_machines,
         }
         cols.update({k: self.slowdown[k] for k in SLO_KEYS})
+        cols.update({c: self.latency_s[k] for k, c in zip(SLO_KEYS, LATENCY_COLUMNS, strict=True)})
         cols.update(
             meets_slo=self.meets_slo,
             stable=self.stable,
@@ -229,14 +232,15 @@ def _des_decisions(outcomes: list[SearchOutcome]) -> dict[tuple[int, int], Decis
     decided: dict[tuple[int, int], Decision] = {}
     for outcome in outcomes:
         for rec in outcome.points:
-            if rec["decided_by"] != "des":
+            if rec.decided_by is not DecidedBy.DES:
                 continue
-            key = (int(rec["prompt_machines"]), int(rec["token_machines"]))  # type: ignore[call-overload]
+            key = (int(rec.prompt_instances or 0), int(rec.token_instances or 0))
             decided[key] = Decision(
-                meets=bool(rec["meets_slo"]),
-                margin=float(rec["des_margin"]),  # type: ignore[arg-type]
-                binding=str(rec["binding_slo"]),
-                slowdown={k: float(rec[k]) for k in SLO_KEYS},  # type: ignore[arg-type]
+                meets=rec.meets_slo,
+                margin=rec.des_margin,
+                binding=rec.binding_slo,
+                slowdown=dict(rec.slowdown),
+                latency_s=dict(rec.latency_s),
             )
     return decided
 
@@ -331,6 +335,7 @@ def heatmap(
             store.close()
 
     slowdown = {k: batch.slowdown[k].copy() for k in SLO_KEYS}
+    latency = {k: np.asarray(batch.latency_s[k], dtype=np.float64).copy() for k in SLO_KEYS}
     meets = batch.meets_slo.copy()
     stable = batch.stable.copy()
     margin = batch.margin.copy()
@@ -348,6 +353,7 @@ def heatmap(
                 continue
             for k in SLO_KEYS:
                 slowdown[k][i] = d.slowdown[k]
+                latency[k][i] = d.latency_s.get(k, math.nan)
             meets[i] = d.meets
             stable[i] = d.margin > -math.inf
             margin[i] = d.margin
@@ -378,6 +384,7 @@ def heatmap(
         prompt_machines=P,
         token_machines=T,
         slowdown=slowdown,
+        latency_s=latency,
         meets_slo=meets,
         stable=stable,
         margin=margin,

@@ -68,6 +68,6 @@ def pareto(
     if isinstance(source, str | Path):
         return pareto_fronts(read_points(source), source=str(source))
     if isinstance(source, SearchOutcome):
-        return pareto_fronts(source.points, source="search")
+        return pareto_fronts([p.row() for p in source.points], source="search")
     outcome = search(source, **search_kw)
-    return pareto_fronts(outcome.points, source="search")
+    return pareto_fronts([p.row() for p in outcome.points], source="search")

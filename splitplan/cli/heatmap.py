@@ -89,7 +89,7 @@ def heatmap_command(
     if dpi is not None:
         if plot is None:
             raise InputError("--dpi applies to --plot; give --plot FILE too")
-        check_dpi(dpi)
+        check_dpi(dpi, name="--dpi")
     points = (pr[1] - pr[0] + 1) * (tr[1] - tr[0] + 1)
     if points > MAX_POINTS:
         raise InputError(f"the grid has {points:,} points; at most {MAX_POINTS:,} are allowed")

@@ -53,7 +53,7 @@ def pareto_command(
     if dpi is not None:
         if plot is None:
             raise InputError("--dpi applies to --plot; give --plot FILE too")
-        check_dpi(dpi)
+        check_dpi(dpi, name="--dpi")
     search_opts = {
         "--design": design,
         "--workload": workload,

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from splitplan._version import __version__
-from splitplan.search.result import POINT_KEYS
+from splitplan.search.result import POINT_COLUMNS
 from splitplan.sim.result import RequestMetrics
-from splitplan.slo import SLO_KEYS
+from splitplan.slo import LATENCY_COLUMNS, SLO_KEYS
 
 SCHEMA_VERSION = "2"
 METADATA_KEY = "splitplan"
@@ -98,6 +98,7 @@ _HEATMAP_NAMES = (
     "prompt_machines",
     "token_machines",
     *SLO_KEYS,
+    *LATENCY_COLUMNS,
     "meets_slo",
     "stable",
     "margin",
@@ -118,6 +119,11 @@ _DESCRIPTIONS = {
     "margin": "SLO headroom of the binding SLO; null when it has no finite value (unstable in the DES)",
     "des_margin": "DES SLO headroom; null when not simulated or unbounded (unstable)",
     "analytic_margin": "analytic-screen SLO headroom; null when not screened",
+    **{
+        col: f"{key} latency percentile over requests (DES where simulated, else the screen); null "
+        "when not measured or unbounded"
+        for key, col in zip(SLO_KEYS, LATENCY_COLUMNS, strict=True)
+    },
 }
 
 
@@ -141,7 +147,7 @@ def _typ(kind: str, name: str) -> str:
 
 def columns(kind: str) -> tuple[Column, ...]:
     """The columns of one file kind, in file order."""
-    names = {"search-points": POINT_KEYS + SLO_KEYS, "heatmap": _HEATMAP_NAMES, "requests": _REQUEST_NAMES}
+    names = {"search-points": POINT_COLUMNS, "heatmap": _HEATMAP_NAMES, "requests": _REQUEST_NAMES}
     if kind not in names:
         raise ValueError(f"unknown output kind {kind!r} (known: {', '.join(KINDS)})")
     return tuple(Column(n, _typ(kind, n), unit_of(n), _DESCRIPTIONS.get(n, "")) for n in names[kind])

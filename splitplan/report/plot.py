@@ -36,9 +36,11 @@ def plot_format(path: str | Path) -> str:
     return PLOT_FORMATS[suffix]
 
 
-def check_dpi(dpi: object) -> int:
+def check_dpi(dpi: object, *, name: str = "dpi") -> int:
+    """`dpi` as a resolution, or one clear error naming it as `name` (a library caller's parameter
+    by default; the CLI passes its flag's name)."""
     if isinstance(dpi, bool) or not isinstance(dpi, int) or not (10 <= dpi <= 1200):
-        raise InputError(f"--dpi must be an integer from 10 to 1200, got {dpi!r}")
+        raise InputError(f"{name} must be an integer from 10 to 1200, got {dpi!r}")
     return dpi
 
 

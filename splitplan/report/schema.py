@@ -5,16 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from splitplan._version import __version__
-from splitplan.search.result import POINT_KEYS
-from splitplan.slo import SLO_KEYS
+from splitplan.search.result import POINT_COLUMNS
 
 SCHEMA_VERSION = "1"
 
 # One row per evaluated point of a search. `decided_by`: "des" (simulated), "dominance" (implied by
 # a DES-decided point with more machines that fails, or fewer that passes), "analytic" (screen only).
 # The nine slowdown columns are DES values where decided_by == "des", the analytic screen's
-# otherwise; `rate_rps` is the load the point was judged at (throughput searches probe many).
-SEARCH_COLUMNS: tuple[str, ...] = POINT_KEYS + SLO_KEYS
+# otherwise; `rate_rps` is the load the point was judged at (throughput searches probe many). The
+# nine latency columns (`ttft_p50_s` … `e2e_p99_s`, seconds) follow the same rule.
+SEARCH_COLUMNS: tuple[str, ...] = POINT_COLUMNS
 
 
 def search_schema() -> Any:

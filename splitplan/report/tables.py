@@ -8,17 +8,18 @@ from typing import Any
 
 from splitplan._io import write_with
 from splitplan.errors import InputError
-from splitplan.report.schema import SEARCH_COLUMNS, metadata
+from splitplan.report.schema import metadata
+from splitplan.search.result import PointRecord, point_columns
 
 
 def points_table(
-    points: Sequence[Mapping[str, object]], *, context: Mapping[str, Any] | None = None, **meta: object
+    points: Sequence[PointRecord], *, context: Mapping[str, Any] | None = None, **meta: object
 ) -> Any:
-    """Every evaluated point of a search as a table with SEARCH_COLUMNS (missing values → null);
+    """Every evaluated point of a search as a table with SEARCH_COLUMNS (unknown values → null);
     `meta` as flat metadata keys, `context` (e.g. the full request) into the JSON document."""
     from splitplan.report.output_schema import build_table
 
-    cols = {name: [p.get(name) for p in points] for name in SEARCH_COLUMNS}
+    cols = point_columns(points)
     doc = {**meta, **dict(context or {})}
     return build_table("search-points", cols, command="search", context=doc, legacy=metadata(**meta))
 

@@ -17,11 +17,12 @@ from splitplan.search.problem import (
     named_budget,
     paper_space,
 )
-from splitplan.search.result import DesignResult, SearchOutcome
+from splitplan.search.result import DecidedBy, DesignResult, PointRecord, SearchOutcome, point_columns
 from splitplan.search.run import SearchInterrupted, run_search
 from splitplan.search.store import PointStore, scenario_fingerprint
 
 __all__ = [
+    "DecidedBy",
     "Decision",
     "DesignResult",
     "DesignSpace",
@@ -30,6 +31,7 @@ __all__ = [
     "Method",
     "Objective",
     "PointKey",
+    "PointRecord",
     "PointStore",
     "PoolSpace",
     "Runner",
@@ -43,6 +45,7 @@ __all__ = [
     "best_index",
     "named_budget",
     "paper_space",
+    "point_columns",
     "rank_key",
     "run_search",
     "scale_rate",

@@ -29,7 +29,15 @@ from splitplan.search.grid import decide_points
 from splitplan.search.objective import Engine, Objective, rank_key
 from splitplan.search.problem import DesignSpace, PoolSpace
 from splitplan.search.rates import analytic_rates, bisect_many
-from splitplan.search.result import DesignResult, des_record, empty_result, point_record, result_from_record
+from splitplan.search.result import (
+    DecidedBy,
+    DesignResult,
+    PointRecord,
+    des_record,
+    empty_result,
+    point_record,
+    result_from_record,
+)
 
 BATCH = 16
 STALE_S = 600.0  # a RUNNING trial of another host older than this is taken over
@@ -276,7 +284,7 @@ def _config_of(space: DesignSpace, params: dict[str, Any]) -> tuple[Design, int,
     return _suggest(_Fixed(), space)
 
 
-def optuna_space(ctx: SearchContext, space: DesignSpace) -> tuple[DesignResult, list[dict[str, object]]]:
+def optuna_space(ctx: SearchContext, space: DesignSpace) -> tuple[DesignResult, list[PointRecord]]:
     """Optuna trials (analytic), then DES confirmation of the best, in objective order."""
     from optuna.trial import TrialState
 
@@ -295,7 +303,7 @@ def optuna_space(ctx: SearchContext, space: DesignSpace) -> tuple[DesignResult, 
             cands.append((design, p, t, _value(tr)))
     # the one tie-break rule (search.objective), as the grid ranks its points
     cands.sort(key=lambda c: _point_rank(pb.objective, c[0], c[1], c[2], c[3] if throughput else 1.0))
-    records: list[dict[str, object]] = []
+    records: list[PointRecord] = []
     for tr in trials:
         design, p, t = _config_of(space, tr.params)
         c = _constraints(tr)
@@ -310,20 +318,20 @@ def optuna_space(ctx: SearchContext, space: DesignSpace) -> tuple[DesignResult, 
                 within_budget=all(x <= 0 for x in c[:-1]),
                 analytic_margin=math.nan if throughput else -c[-1],
                 meets=all(x <= 0 for x in c),
-                decided_by="analytic",
+                decided_by=DecidedBy.ANALYTIC,
             )
         )
     if pb.engine is Engine.ANALYTIC or not cands:
         if not cands:
             return empty_result(space.name, space.design(), des_evaluations=0, method="optuna"), records
-        best = min(range(len(records)), key=lambda i: _rank(records[i], pb.objective))
+        best = min(range(len(records)), key=lambda i: _rank(records[i], pb.objective))  # first of ties
         return result_from_record(
             records[best], baseline=space.baseline, des_evaluations=0, method="optuna"
         ), records
     cands = cands[: pb.confirm_top]
     n_des0 = ctx.des_evaluations
     step = CONFIRM_GROUP
-    chosen: dict[str, object] | None = None
+    chosen: PointRecord | None = None
     chosen_cfg: tuple[Design, int, int] | None = None
     tasks: list[tuple[Any, ...]]
     if throughput:
@@ -374,8 +382,8 @@ ESCALATE_MAX = 40  # DES runs spent climbing from a failed candidate before givi
 
 
 def _escalate(
-    ctx: SearchContext, space: DesignSpace, design: Design, p: int, t: int, records: list[dict[str, object]]
-) -> tuple[dict[str, object], tuple[Design, int, int]] | None:
+    ctx: SearchContext, space: DesignSpace, design: Design, p: int, t: int, records: list[PointRecord]
+) -> tuple[PointRecord, tuple[Design, int, int]] | None:
     """Cheapest DES-feasible point among those with at least (p, t) machines (same pools), tried in
     objective order; bounded by ESCALATE_MAX DES runs."""
     pb = ctx.problem
@@ -415,9 +423,9 @@ def _polish(
     design: Design,
     p: int,
     t: int,
-    rec: dict[str, object],
-    records: list[dict[str, object]],
-) -> dict[str, object]:
+    rec: PointRecord,
+    records: list[PointRecord],
+) -> PointRecord:
     """Local DES descent from the confirmed best over cheaper neighbouring counts (same pools).
 
     The analytic first pass can misjudge points next to the SLO frontier; a few DES runs on the
@@ -452,10 +460,10 @@ def _polish(
             seen_pts, fresh = decide_points(ctx.cached(space.name), design, [(pp, tt)], 1.0)
             ctx.absorb(fresh)
             dec = seen_pts[(pp, tt)]
-            r = des_record(space.name, design, pp, tt, pb.rate_rps, dec)
-            r["within_budget"] = pb.within_budget(obj_cost(pp, tt), obj_power(pp, tt))
+            ok = pb.within_budget(obj_cost(pp, tt), obj_power(pp, tt))
+            r = des_record(space.name, design, pp, tt, pb.rate_rps, dec, within_budget=ok)
             records.append(r)
-            if dec.meets and r["within_budget"]:
+            if dec.meets and ok:
                 p, t, rec, moved = pp, tt, r, True
                 break
         if not moved:
@@ -480,14 +488,8 @@ def _point_rank(objective: Objective, design: Design, p: int, t: int, rate: floa
     )
 
 
-def _rank(rec: dict[str, object], objective: Objective) -> tuple[float, ...]:
-    if not rec["meets_slo"]:
+def _rank(rec: PointRecord, objective: Objective) -> tuple[float, ...]:
+    """A record's rank (the one tie-break rule); points failing the SLOs rank last."""
+    if not rec.meets_slo:
         return (math.inf,)
-    return rank_key(
-        objective,
-        cost=float(rec["cost_usd_per_h"]),  # type: ignore[arg-type]
-        power=float(rec["power_kw"]),  # type: ignore[arg-type]
-        rate=float(rec["rate_rps"]),  # type: ignore[arg-type]
-        machines=int(rec["machines"]),  # type: ignore[call-overload]
-        prompt=int(rec["prompt_machines"] or rec["machines"]),  # type: ignore[call-overload]
-    )
+    return rec.rank_key(objective)

@@ -22,6 +22,7 @@ from splitplan.search.grid import CachedEvaluator, Grid, PointKey, make_grid
 from splitplan.search.objective import Objective, best_index
 from splitplan.search.parallel import ProgressSink, Runner
 from splitplan.search.problem import DesignSpace, SearchProblem
+from splitplan.search.result import DecidedBy, PointRecord
 from splitplan.search.store import PointStore
 
 IntArray = npt.NDArray[np.int64]
@@ -78,7 +79,7 @@ class SearchContext:
     store: PointStore
     progress: ProgressSink | None
     des_evaluations: int = 0
-    ledger: list[dict[str, object]] = field(default_factory=list)
+    ledger: list[PointRecord] = field(default_factory=list)
     recorded: set[PointKey] = field(default_factory=set)
 
     def cached(self, space: str) -> CachedEvaluator:
@@ -121,24 +122,29 @@ class SearchContext:
         )
 
 
-def ledger_record(key: PointKey, d: Decision, rate_rps: float) -> dict[str, object]:
-    """The record of one DES verdict (what an interrupted search writes with `--out`)."""
-    rec: dict[str, object] = {
-        "design": key.space,
-        "prompt_gpu": key.prompt_gpu,
-        "token_gpu": key.token_gpu,
-        "prompt_power_cap": key.prompt_power_cap,
-        "token_power_cap": key.token_power_cap,
-        "prompt_machines": key.prompt_machines,
-        "token_machines": key.token_machines,
-        "rate_rps": key.rate_factor * rate_rps,
-        "des_margin": d.margin,
-        "meets_slo": d.meets,
-        "decided_by": "des",
-        "binding_slo": d.binding,
-    }
-    rec.update(d.slowdown)
-    return rec
+def ledger_record(key: PointKey, d: Decision, rate_rps: float) -> PointRecord:
+    """The record of one DES verdict (what an interrupted search writes with `--out`): the point's
+    identity and verdict; its cost and budget are left unknown (null)."""
+    return PointRecord(
+        design=key.space,
+        prompt_gpu=key.prompt_gpu,
+        token_gpu=key.token_gpu,
+        prompt_power_cap=key.prompt_power_cap,
+        token_power_cap=key.token_power_cap,
+        prompt_machines=key.prompt_machines,
+        token_machines=key.token_machines,
+        machines=None,
+        rate_rps=key.rate_factor * rate_rps,
+        cost_usd_per_h=None,
+        power_kw=None,
+        within_budget=None,
+        des_margin=d.margin,
+        meets_slo=d.meets,
+        decided_by=DecidedBy.DES,
+        binding_slo=d.binding,
+        slowdown=dict(d.slowdown),
+        latency_s=dict(d.latency_s),
+    )
 
 
 __all__ = ["SearchContext", "SpaceGrid", "call", "ledger_record"]

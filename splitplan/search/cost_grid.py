@@ -29,11 +29,19 @@ from splitplan.search.grid import (
 from splitplan.search.objective import Engine
 from splitplan.search.parallel import chunks
 from splitplan.search.problem import DesignSpace
-from splitplan.search.result import DesignResult, empty_result, point_record, result_from_record
+from splitplan.search.result import (
+    DecidedBy,
+    DesignResult,
+    PointRecord,
+    empty_result,
+    point_record,
+    result_from_record,
+)
 
 WALK_BLOCKS = 2  # column blocks per Splitwise design in the hybrid walk (parallel tasks)
 VERIFY_ROUNDS = 3
-DECIDED_BY = np.array(["des", "dominance", "undecided", "analytic"])  # by classify's `how` (3: analytic)
+# what decided a point, by classify's `how` (0–2) and 3 for the analytic engine
+DECIDED_BY = (DecidedBy.DES, DecidedBy.DOMINANCE, DecidedBy.UNDECIDED, DecidedBy.ANALYTIC)
 
 
 @dataclass(slots=True)
@@ -49,7 +57,7 @@ class _GridState:
 
 def solve_cost_grid(
     ctx: SearchContext, spaces: list[DesignSpace]
-) -> list[tuple[DesignResult, list[dict[str, object]]]]:
+) -> list[tuple[DesignResult, list[PointRecord]]]:
     """Per space (in order): its best configuration and the record of every grid point."""
     pb = ctx.problem
     states = []
@@ -151,7 +159,7 @@ def _add_point_tasks(
             owners.append(st)
 
 
-def _finish(ctx: SearchContext, st: _GridState) -> tuple[DesignResult, list[dict[str, object]]]:
+def _finish(ctx: SearchContext, st: _GridState) -> tuple[DesignResult, list[PointRecord]]:
     pb = ctx.problem
     sg = st.sg
     n = len(sg.p)
@@ -163,16 +171,18 @@ def _finish(ctx: SearchContext, st: _GridState) -> tuple[DesignResult, list[dict
         # a DES-decided point keeps its own verdict even where dominance would disagree
         meets2, how2 = classify(sg.grid, st.decided)
         meets, how = meets2.ravel(), how2.ravel()
-    how_name = DECIDED_BY[how]
     records = []
     for i in range(n):
         d = st.decided.get((int(sg.p[i]), int(sg.t[i])))
+        by = DECIDED_BY[int(how[i])]
         if d is not None:
             sd: dict[str, float] | None = d.slowdown
+            lat: dict[str, float] | None = d.latency_s
         elif st.screen is not None:
             sd = {k: float(v[i]) for k, v in st.screen.slowdown.items()}
+            lat = {k: float(v[i]) for k, v in st.screen.latency_s.items()}
         else:
-            sd = None
+            sd = lat = None
         records.append(
             point_record(
                 space=st.space.name,
@@ -184,9 +194,10 @@ def _finish(ctx: SearchContext, st: _GridState) -> tuple[DesignResult, list[dict
                 analytic_margin=float(margin[i]),
                 des_margin=d.margin if d is not None else math.nan,
                 meets=bool(meets[i]),
-                decided_by=str(how_name[i]),
-                binding=_binding_of(d, st.screen, i, str(how_name[i])),
+                decided_by=by,
+                binding=_binding_of(d, st.screen, i, by),
                 slowdown=sd,
+                latency_s=lat,
             )
         )
     n_des = len(st.decided)
@@ -199,11 +210,11 @@ def _finish(ctx: SearchContext, st: _GridState) -> tuple[DesignResult, list[dict
     )
 
 
-def _binding_of(d: Decision | None, screen: Screen | None, i: int, decided_by: str) -> str:
+def _binding_of(d: Decision | None, screen: Screen | None, i: int, decided_by: DecidedBy) -> str:
     """The binding limit of the verdict a point's record reports (none for dominance verdicts)."""
     if d is not None:
         return d.binding
-    if decided_by == "analytic" and screen is not None and screen.binding is not None:
+    if decided_by is DecidedBy.ANALYTIC and screen is not None and screen.binding is not None:
         return str(screen.binding[i])
     return ""
 

@@ -47,6 +47,7 @@ class Screen:
     margin: FloatArray  # (n,)
     slowdown: dict[str, FloatArray]  # SLO key → (n,)
     binding: npt.NDArray[np.str_] | None = None  # (n,) the SLO with least headroom, when known
+    latency_s: dict[str, FloatArray] = field(default_factory=dict)  # SLO key → (n,) seconds, when known
 
     @property
     def meets(self) -> npt.NDArray[np.bool_]:
@@ -61,6 +62,7 @@ class Decision:
     margin: float  # −inf when unstable
     binding: str
     slowdown: dict[str, float] = field(default_factory=dict)
+    latency_s: dict[str, float] = field(default_factory=dict)  # SLO key → seconds (when simulated)
 
 
 class Evaluator(Protocol):
@@ -117,7 +119,8 @@ class SimEvaluator:
         slo = slo_margins(self.scenario.slo, batch.slowdown, batch.latency_s, stable=batch.stable)
         margin, binding = slo.margin, slo.binding
         slowdown = {k: np.asarray(batch.slowdown[k], dtype=np.float64) for k in SLO_KEYS}
-        return Screen(margin=margin, slowdown=slowdown, binding=binding)
+        latency = {k: np.asarray(batch.latency_s[k], dtype=np.float64) for k in SLO_KEYS}
+        return Screen(margin=margin, slowdown=slowdown, binding=binding, latency_s=latency)
 
     def decide(self, design: Design, prompt: int, token: int, rate_scale: float = 1.0) -> Decision:
         from splitplan.sim.des import simulate_des
@@ -129,4 +132,5 @@ class SimEvaluator:
             margin=margin,
             binding=res.verdict.binding,
             slowdown={k: float(res.slowdown[k]) for k in SLO_KEYS},
+            latency_s={k: float(res.latency_s[k]) for k in SLO_KEYS},
         )

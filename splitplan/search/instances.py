@@ -19,7 +19,7 @@ from dataclasses import replace
 from splitplan.catalog import get_machine_type
 from splitplan.search.objective import Method
 from splitplan.search.problem import DesignSpace, PoolSpace, SearchProblem
-from splitplan.search.result import DesignResult, empty_result
+from splitplan.search.result import DesignResult, PointRecord, empty_result
 
 GRID_POINT_LIMIT = 4 * 39 * 39  # DES-decidable grid points up to which combinations are exhaustive
 _SEP = "#"  # parent design name # combination index: the name of one combination's grid
@@ -91,15 +91,15 @@ def merge(
     space: DesignSpace,
     subs: list[DesignSpace],
     results: dict[str, DesignResult],
-    points: list[dict[str, object]],
+    points: list[PointRecord],
 ) -> DesignResult:
     """The design's row: the best combination (search.objective's tie-break, then option order);
     its points are relabelled with the design's name (their TP and precision columns tell them
     apart)."""
     names = {s.name for s in subs}
-    for rec in points:
-        if rec["design"] in names:
-            rec["design"] = space.name
+    for i, rec in enumerate(points):
+        if rec.design in names:
+            points[i] = replace(rec, design=space.name)
     rows = [results.pop(s.name) for s in subs]
     n_des = sum(r.des_evaluations for r in rows)
     ok = [r for r in rows if r.meets_slo]

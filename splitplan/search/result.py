@@ -1,23 +1,34 @@
 """Layer 5: what a search returns — the best configuration per design and every evaluated point.
 
-Points are plain column dicts (keys in `POINT_KEYS` + the nine SLO keys) so they cross process
-boundaries cheaply and turn into a parquet table in the report layer without translation.
+Every evaluated point is a typed, immutable `PointRecord`; its columnar form (`PointRecord.row`,
+`point_columns`) has the public column names of `POINT_KEYS`, the nine SLO keys and the nine
+latency columns, which the report layer turns into a parquet table without translation.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from splitplan.design import Design, pool_fields
 from splitplan.search.objective import Engine, Objective, rank_key
-from splitplan.slo import SLO_KEYS
+from splitplan.slo import LATENCY_COLUMNS, SLO_KEYS
 
 if TYPE_CHECKING:
     from splitplan.search.evaluate import Decision
 
-DecidedBy = str  # "des" | "analytic" | "dominance"
+
+class DecidedBy(StrEnum):
+    """What decided a point's verdict (the `decided_by` column)."""
+
+    DES = "des"  # simulated
+    DOMINANCE = "dominance"  # implied by DES-decided points it dominates or is dominated by
+    UNDECIDED = "undecided"  # the hybrid left it open (never an optimum)
+    ANALYTIC = "analytic"  # the analytic screen alone
+
 
 POINT_KEYS: tuple[str, ...] = (
     "design",
@@ -48,24 +59,107 @@ POINT_KEYS: tuple[str, ...] = (
     "prompt_kv_precision",
     "token_kv_precision",
 )
+# every column of a point, in file order
+POINT_COLUMNS: tuple[str, ...] = POINT_KEYS + SLO_KEYS + LATENCY_COLUMNS
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PointRecord:
+    """One evaluated point: the configuration, its cost and power, and the verdict that decided it.
+
+    Counts are None where they do not apply (a baseline's pools; the cost of a point an interrupted
+    search only knows by its DES verdict). `slowdown` and `latency_s` map the nine SLO keys to the
+    measured percentile (slowdown ratio; seconds); a key left out was not measured.
+    """
+
+    design: str
+    prompt_gpu: str
+    token_gpu: str
+    prompt_power_cap: float
+    token_power_cap: float
+    prompt_machines: int | None
+    token_machines: int | None
+    machines: int | None
+    rate_rps: float
+    cost_usd_per_h: float | None
+    power_kw: float | None
+    within_budget: bool | None
+    analytic_margin: float = math.nan
+    des_margin: float = math.nan
+    meets_slo: bool
+    decided_by: DecidedBy
+    binding_slo: str = ""
+    prompt_instances: int | None = None
+    token_instances: int | None = None
+    instances: int | None = None
+    prompt_tp: int | None = None
+    token_tp: int | None = None
+    prompt_precision: str | None = None
+    token_precision: str | None = None
+    prompt_kv_precision: str | None = None
+    token_kv_precision: str | None = None
+    slowdown: Mapping[str, float] = field(default_factory=dict)
+    latency_s: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def margin(self) -> float:
+        """The SLO headroom of the verdict this point reports (the DES's where it decided)."""
+        return self.des_margin if self.decided_by is DecidedBy.DES else self.analytic_margin
+
+    def rank_key(self, objective: Objective, rate: float | None = None) -> tuple[float, ...]:
+        """Where this point ranks (search.objective's one tie-break); `rate` scores throughput
+        (default: the point's rate)."""
+        machines = self.machines or 0
+        return rank_key(
+            objective,
+            cost=self.cost_usd_per_h or 0.0,
+            power=self.power_kw or 0.0,
+            rate=self.rate_rps if rate is None else rate,
+            machines=machines,
+            prompt=self.prompt_machines or machines,
+        )
+
+    def row(self) -> dict[str, object]:
+        """The point as one row of `POINT_COLUMNS` (NaN where a slowdown or latency is unknown)."""
+        out: dict[str, object] = {k: getattr(self, k) for k in POINT_KEYS}
+        out["decided_by"] = self.decided_by.value
+        for k in SLO_KEYS:
+            out[k] = float(self.slowdown.get(k, math.nan))
+        for k, col in zip(SLO_KEYS, LATENCY_COLUMNS, strict=True):
+            out[col] = float(self.latency_s.get(k, math.nan))
+        return out
+
+
+def point_columns(points: Iterable[PointRecord]) -> dict[str, list[object]]:
+    """Points as columns (`POINT_COLUMNS` → one list each), the form parquet tables are built from."""
+    rows = [p.row() for p in points]
+    return {name: [r[name] for r in rows] for name in POINT_COLUMNS}
 
 
 def des_record(
-    space: str, design: Design, prompt: int, token: int, rate_rps: float, decision: Decision
-) -> dict[str, object]:
-    """The record of an in-budget point the DES decided."""
+    space: str,
+    design: Design,
+    prompt: int,
+    token: int,
+    rate_rps: float,
+    decision: Decision,
+    *,
+    within_budget: bool = True,
+) -> PointRecord:
+    """The record of a point the DES decided (in budget unless said otherwise)."""
     return point_record(
         space=space,
         design=design,
         prompt=prompt,
         token=token,
         rate_rps=rate_rps,
-        within_budget=True,
+        within_budget=within_budget,
         des_margin=decision.margin,
         meets=decision.meets,
-        decided_by="des",
+        decided_by=DecidedBy.DES,
         binding=decision.binding,
         slowdown=decision.slowdown,
+        latency_s=decision.latency_s,
     )
 
 
@@ -82,39 +176,43 @@ def point_record(
     meets: bool,
     decided_by: DecidedBy,
     binding: str = "",
-    slowdown: dict[str, float] | None = None,
-) -> dict[str, object]:
+    slowdown: Mapping[str, float] | None = None,
+    latency_s: Mapping[str, float] | None = None,
+) -> PointRecord:
+    """The record of `prompt` × `token` instances of `design` (a baseline's token count is 0)."""
     baseline = design.is_baseline
-    cost = design.cost_usd_per_h(prompt, token)
-    power = design.power_kw(prompt, token)
-    rec: dict[str, object] = {
-        "design": space,
-        "prompt_gpu": design.prompt.type.name,
-        "token_gpu": design.token.type.name,
-        "prompt_power_cap": float(design.prompt.power_cap),
-        "token_power_cap": float(design.token.power_cap),
-        "prompt_machines": None if baseline else design.prompt.nodes_for(prompt),
-        "token_machines": None if baseline else design.token.nodes_for(token),
-        "machines": design.prompt.nodes_for(prompt) + (0 if baseline else design.token.nodes_for(token)),
-        "rate_rps": float(rate_rps),
-        "cost_usd_per_h": float(cost),
-        "power_kw": float(power),
-        "within_budget": bool(within_budget),
-        "analytic_margin": float(analytic_margin),
-        "des_margin": float(des_margin),
-        "meets_slo": bool(meets),
-        "decided_by": decided_by,
-        "binding_slo": binding,
-        "prompt_instances": None if baseline else int(prompt),
-        "token_instances": None if baseline else int(token),
-        "instances": int(prompt) + (0 if baseline else int(token)),
-        **pool_fields(design.prompt, "prompt"),
-        **pool_fields(design.token, "token"),
-    }
-    sd = slowdown or {}
-    for k in SLO_KEYS:
-        rec[k] = float(sd.get(k, math.nan))
-    return rec
+    pm = design.prompt.nodes_for(prompt)
+    tm = design.token.nodes_for(token)
+    return PointRecord(
+        design=space,
+        prompt_gpu=design.prompt.type.name,
+        token_gpu=design.token.type.name,
+        prompt_power_cap=float(design.prompt.power_cap),
+        token_power_cap=float(design.token.power_cap),
+        prompt_machines=None if baseline else pm,
+        token_machines=None if baseline else tm,
+        machines=pm + (0 if baseline else tm),
+        rate_rps=float(rate_rps),
+        cost_usd_per_h=float(design.cost_usd_per_h(prompt, token)),
+        power_kw=float(design.power_kw(prompt, token)),
+        within_budget=bool(within_budget),
+        analytic_margin=float(analytic_margin),
+        des_margin=float(des_margin),
+        meets_slo=bool(meets),
+        decided_by=DecidedBy(decided_by),
+        binding_slo=binding,
+        prompt_instances=None if baseline else int(prompt),
+        token_instances=None if baseline else int(token),
+        instances=int(prompt) + (0 if baseline else int(token)),
+        prompt_tp=design.prompt.tensor_parallel,
+        token_tp=design.token.tensor_parallel,
+        prompt_precision=design.prompt.weight_precision.value,
+        token_precision=design.token.weight_precision.value,
+        prompt_kv_precision=design.prompt.kv_precision.value,
+        token_kv_precision=design.token.kv_precision.value,
+        slowdown={k: float(v) for k, v in (slowdown or {}).items()},
+        latency_s={k: float(v) for k, v in (latency_s or {}).items()},
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -204,34 +302,39 @@ class DesignResult:
 
 
 def result_from_record(
-    rec: dict[str, object], *, baseline: bool, des_evaluations: int, method: str
+    rec: PointRecord, *, baseline: bool, des_evaluations: int, method: str
 ) -> DesignResult:
-    margin = float(rec["des_margin"] if rec["decided_by"] == "des" else rec["analytic_margin"])  # type: ignore[arg-type]
+    """A design's best configuration from the record of its optimum."""
     return DesignResult(
-        design=str(rec["design"]),
+        design=rec.design,
         baseline=baseline,
-        prompt_gpu=str(rec["prompt_gpu"]),
-        token_gpu=str(rec["token_gpu"]),
-        prompt_power_cap=float(rec["prompt_power_cap"]),  # type: ignore[arg-type]
-        token_power_cap=float(rec["token_power_cap"]),  # type: ignore[arg-type]
-        prompt_machines=rec["prompt_machines"],  # type: ignore[arg-type]
-        token_machines=rec["token_machines"],  # type: ignore[arg-type]
-        machines=int(rec["machines"]),  # type: ignore[call-overload]
-        cost_usd_per_h=float(rec["cost_usd_per_h"]),  # type: ignore[arg-type]
-        power_kw=float(rec["power_kw"]),  # type: ignore[arg-type]
-        rate_rps=float(rec["rate_rps"]),  # type: ignore[arg-type]
-        meets_slo=bool(rec["meets_slo"]),
-        verified_by=str(rec["decided_by"]),
-        binding_slo=str(rec["binding_slo"]) or None,
-        headroom=margin,
-        slowdown={k: float(rec[k]) for k in SLO_KEYS},  # type: ignore[arg-type]
+        prompt_gpu=rec.prompt_gpu,
+        token_gpu=rec.token_gpu,
+        prompt_power_cap=rec.prompt_power_cap,
+        token_power_cap=rec.token_power_cap,
+        prompt_machines=rec.prompt_machines,
+        token_machines=rec.token_machines,
+        machines=rec.machines,
+        cost_usd_per_h=rec.cost_usd_per_h,
+        power_kw=rec.power_kw,
+        rate_rps=rec.rate_rps,
+        meets_slo=rec.meets_slo,
+        verified_by=rec.decided_by.value,
+        binding_slo=rec.binding_slo or None,
+        headroom=rec.margin,
+        slowdown={k: float(rec.slowdown.get(k, math.nan)) for k in SLO_KEYS},
         des_evaluations=des_evaluations,
         method=method,
-        **{k: rec.get(k) for k in _INSTANCE_KEYS},  # type: ignore[arg-type]
+        prompt_instances=rec.prompt_instances,
+        token_instances=rec.token_instances,
+        instances=rec.instances,
+        prompt_tp=rec.prompt_tp,
+        token_tp=rec.token_tp,
+        prompt_precision=rec.prompt_precision,
+        token_precision=rec.token_precision,
+        prompt_kv_precision=rec.prompt_kv_precision,
+        token_kv_precision=rec.token_kv_precision,
     )
-
-
-_INSTANCE_KEYS = POINT_KEYS[POINT_KEYS.index("prompt_instances") :]
 
 
 def empty_result(space_name: str, design: Design, *, des_evaluations: int, method: str) -> DesignResult:
@@ -255,7 +358,7 @@ class SearchOutcome:
 
     objective: Objective
     results: tuple[DesignResult, ...]
-    points: list[dict[str, object]]
+    points: list[PointRecord]
     des_evaluations: int
     wall_s: float
     engine: Engine

@@ -17,7 +17,7 @@ from splitplan.search.instances import combinations, expands, merge
 from splitplan.search.objective import Method, Objective
 from splitplan.search.parallel import ProgressSink, Runner
 from splitplan.search.problem import SearchProblem
-from splitplan.search.result import DesignResult, SearchOutcome
+from splitplan.search.result import DesignResult, PointRecord, SearchOutcome
 from splitplan.search.store import PointStore
 from splitplan.search.throughput import solve_throughput_grid
 
@@ -25,7 +25,7 @@ from splitplan.search.throughput import solve_throughput_grid
 class SearchInterrupted(KeyboardInterrupt):
     """Ctrl-C during a search: carries the points finished so far (already persisted if storage)."""
 
-    def __init__(self, points: list[dict[str, object]], des_evaluations: int) -> None:
+    def __init__(self, points: list[PointRecord], des_evaluations: int) -> None:
         super().__init__("search interrupted")
         self.points = points
         self.des_evaluations = des_evaluations
@@ -49,7 +49,7 @@ def run_search(
         progress=progress,
     )
     results: dict[str, DesignResult] = {}
-    points: list[dict[str, object]] = []
+    points: list[PointRecord] = []
     try:
         expanded = {s.name: combinations(s) for s in problem.spaces if expands(problem, s)}
         grid_spaces = [

@@ -232,6 +232,7 @@ def _encode(d: Decision) -> dict[str, Any]:
         "margin": f(d.margin),
         "binding": d.binding,
         "slowdown": {k: f(v) for k, v in d.slowdown.items()},
+        "latency_s": {k: f(v) for k, v in d.latency_s.items()},
     }
 
 
@@ -244,6 +245,7 @@ def _decode(v: dict[str, Any]) -> Decision:
         margin=f(v["margin"]),
         binding=str(v["binding"]),
         slowdown={k: f(x) for k, x in v["slowdown"].items()},
+        latency_s={k: f(x) for k, x in v.get("latency_s", {}).items()},  # absent in older stores
     )
 
 

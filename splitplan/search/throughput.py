@@ -18,11 +18,19 @@ import numpy as np
 from splitplan.design import Design
 from splitplan.search.context import SearchContext, call
 from splitplan.search.evaluate import Decision
-from splitplan.search.objective import Engine, rank_key
+from splitplan.search.objective import Engine
 from splitplan.search.parallel import chunks
 from splitplan.search.problem import DesignSpace
 from splitplan.search.rates import analytic_rates, bisect_many, maximal_splits
-from splitplan.search.result import DesignResult, des_record, empty_result, point_record, result_from_record
+from splitplan.search.result import (
+    DecidedBy,
+    DesignResult,
+    PointRecord,
+    des_record,
+    empty_result,
+    point_record,
+    result_from_record,
+)
 
 # ---------------------------------------------------------------- the strategy over a count grid
 
@@ -31,7 +39,7 @@ RateVerdicts = dict[tuple[str, tuple[int, int]], tuple[float, Decision | None, d
 
 def solve_throughput_grid(
     ctx: SearchContext, spaces: list[DesignSpace]
-) -> list[tuple[DesignResult, list[dict[str, object]]]]:
+) -> list[tuple[DesignResult, list[PointRecord]]]:
     """Per space (in order): the split with the highest rate meeting every SLO under the budget."""
     pb = ctx.problem
     plans = []
@@ -78,26 +86,16 @@ def solve_throughput_grid(
 Plan = tuple[DesignSpace, Design, list[tuple[int, int]], np.ndarray]
 
 
-def _finish(
-    ctx: SearchContext, plan: Plan, des_rate: RateVerdicts
-) -> tuple[DesignResult, list[dict[str, object]]]:
+def _finish(ctx: SearchContext, plan: Plan, des_rate: RateVerdicts) -> tuple[DesignResult, list[PointRecord]]:
     pb = ctx.problem
     space, design, splits, rates = plan
-    recs: list[dict[str, object]] = []
+    recs: list[PointRecord] = []
     best_i: int | None = None
     best_key: tuple[float, ...] | None = None
 
     def consider(i: int, rate_factor: float) -> None:
         nonlocal best_i, best_key
-        rec = recs[i]
-        key = rank_key(
-            pb.objective,
-            cost=float(rec["cost_usd_per_h"]),  # type: ignore[arg-type]
-            power=float(rec["power_kw"]),  # type: ignore[arg-type]
-            rate=rate_factor,
-            machines=int(rec["machines"]),  # type: ignore[call-overload]
-            prompt=int(rec["prompt_machines"] or rec["machines"]),  # type: ignore[call-overload]
-        )
+        key = recs[i].rank_key(pb.objective, rate=rate_factor)
         if best_key is None or key < best_key:
             best_i, best_key = i, key
 
@@ -119,7 +117,7 @@ def _finish(
                     rate_rps=f * pb.rate_rps,
                     within_budget=True,
                     meets=f > 0,
-                    decided_by="analytic",
+                    decided_by=DecidedBy.ANALYTIC,
                 )
             )
             if pb.engine is Engine.ANALYTIC and f > 0:

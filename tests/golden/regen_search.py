@@ -44,7 +44,7 @@ def main() -> None:
         out = search(request(design, preset, "des", args.jobs))
         r = out.results[0]
         feasible = sorted(
-            [int(p["prompt_machines"]), int(p["token_machines"])] for p in out.points if p["meets_slo"]
+            [int(p.prompt_machines or 0), int(p.token_machines or 0)] for p in out.points if p.meets_slo
         )
         cases.append(
             {

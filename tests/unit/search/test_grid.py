@@ -74,7 +74,7 @@ def test_hybrid_equals_exhaustive_on_every_design(objective: str, bias: float, n
         assert (got_p, r.token_machines or 0) == (want[2], want[3]), space.name
     # far fewer DES runs than points, every point decided by the DES or by dominance
     assert out.des_evaluations < 0.1 * out.evaluated_points
-    assert {p["decided_by"] for p in out.points} <= {"des", "dominance"}
+    assert {p.decided_by for p in out.points} <= {"des", "dominance"}
 
 
 def test_hybrid_decides_every_point_like_the_exhaustive_sweep() -> None:
@@ -82,8 +82,8 @@ def test_hybrid_decides_every_point_like_the_exhaustive_sweep() -> None:
     space = (paper_space("splitwise-ha", prompt_range=(5, 25), token_range=(1, 12)),)
     hy = run_search(SearchProblem(spaces=space), ev)
     ex = run_search(SearchProblem(spaces=space, engine="des"), FakeEvaluator())
-    key = lambda p: (p["prompt_machines"], p["token_machines"])  # noqa: E731
-    assert {key(p): p["meets_slo"] for p in hy.points} == {key(p): p["meets_slo"] for p in ex.points}
+    key = lambda p: (p.prompt_machines, p.token_machines)  # noqa: E731
+    assert {key(p): p.meets_slo for p in hy.points} == {key(p): p.meets_slo for p in ex.points}
     assert ex.des_evaluations == 21 * 12
     assert hy.results[0] == type(hy.results[0])(
         **{**_fields(ex.results[0]), "des_evaluations": hy.results[0].des_evaluations}
@@ -155,6 +155,6 @@ def test_same_inputs_same_points() -> None:
     b = run_search(SearchProblem(spaces=(paper_space("splitwise-hh"),)), FakeEvaluator(noise=0.05))
 
     def strip(pts):
-        return [{k: v for k, v in p.items() if not (isinstance(v, float) and np.isnan(v))} for p in pts]
+        return [{k: v for k, v in p.row().items() if not (isinstance(v, float) and np.isnan(v))} for p in pts]
 
     assert strip(a.points) == strip(b.points)

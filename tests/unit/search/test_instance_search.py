@@ -91,8 +91,8 @@ def test_small_instance_spaces_are_exact_over_every_combination(baseline: bool, 
         assert res.token_instances is not None
         assert res.machines == (-(-res.prompt_instances * tp_p // 8) + -(-res.token_instances * tp_t // 8))
     # every point is labelled with the design and says its instances
-    assert {r["design"] for r in out.points} == {"custom-h100"}
-    assert {r["prompt_tp"] for r in out.points} == {2, 4, 8}
+    assert {r.design for r in out.points} == {"custom-h100"}
+    assert {r.prompt_tp for r in out.points} == {2, 4, 8}
 
 
 def test_sub_grids_keep_the_node_budget() -> None:
@@ -125,7 +125,7 @@ def test_large_instance_spaces_go_to_optuna_with_categorical_tp() -> None:
     assert res.prompt_tp in (2, 4, 8)
     assert res.token_tp in (1, 2, 4, 8)
     assert res.token_precision == "fp8"
-    assert {r["token_tp"] for r in out.points} > {res.token_tp}  # TP was searched
+    assert {r.token_tp for r in out.points} > {res.token_tp}  # TP was searched
 
 
 def test_a_bad_instance_choice_is_one_line_naming_it() -> None:

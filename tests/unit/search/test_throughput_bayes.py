@@ -11,6 +11,7 @@ from search_fakes import FakeEvaluator
 from splitplan.errors import InputError
 from splitplan.search import (
     DesignSpace,
+    PointRecord,
     PointStore,
     PoolSpace,
     Runner,
@@ -226,8 +227,8 @@ def test_points_do_not_depend_on_the_worker_count(objective: str) -> None:
     assert _same_nan(one.points, two.points)
 
 
-def _same_nan(a: list[dict], b: list[dict]) -> bool:
-    def norm(p: dict) -> dict:
-        return {k: ("nan" if isinstance(v, float) and np.isnan(v) else v) for k, v in p.items()}
+def _same_nan(a: list[PointRecord], b: list[PointRecord]) -> bool:
+    def norm(p: PointRecord) -> dict:
+        return {k: ("nan" if isinstance(v, float) and np.isnan(v) else v) for k, v in p.row().items()}
 
     return [norm(p) for p in a] == [norm(p) for p in b]

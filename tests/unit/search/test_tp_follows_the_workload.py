@@ -30,9 +30,8 @@ def _search(workload: str):
     (res,) = out.results
     cheapest: dict[int, float] = {}
     for p in out.points:
-        if p["meets_slo"] and p["decided_by"] in ("des", "dominance"):
-            tp = int(p["token_tp"])  # type: ignore[call-overload]
-            cheapest[tp] = min(cheapest.get(tp, float("inf")), float(p["cost_usd_per_h"]))  # type: ignore[arg-type]
+        if p.meets_slo and p.decided_by in ("des", "dominance") and p.token_tp is not None:
+            cheapest[p.token_tp] = min(cheapest.get(p.token_tp, float("inf")), p.cost_usd_per_h or 0.0)
     return res, cheapest
 
 

@@ -68,10 +68,10 @@ def test_dpi_scales_a_png(tmp_path):
 
 @pytest.mark.parametrize("dpi", [0, 5, 5000, 72.0, True, "100"])
 def test_bad_dpi_is_refused(dpi):
-    with pytest.raises(InputError, match="^dpi must be") as info:
+    with pytest.raises(InputError, match=r"^dpi must be") as info:
         check_dpi(dpi)
     assert "--" not in str(info.value)  # a library error names the parameter, not a CLI flag
-    with pytest.raises(InputError, match="^--dpi must be"):
+    with pytest.raises(InputError, match=r"^--dpi must be"):
         check_dpi(dpi, name="--dpi")
 
 

@@ -31,9 +31,7 @@ def test_hybrid_equals_exhaustive_des(case: dict) -> None:
     assert out.des_evaluations < 0.15 * 39 * 39
     # away from DES non-monotone corners, every point is classified as the sweep classified it
     feasible = {tuple(x) for x in case["feasible"]}
-    wrong = [
-        p for p in out.points if p.meets_slo != ((p.prompt_machines, p.token_machines) in feasible)
-    ]
+    wrong = [p for p in out.points if p.meets_slo != ((p.prompt_machines, p.token_machines) in feasible)]
     assert len(wrong) <= 0.01 * len(out.points)
 
 

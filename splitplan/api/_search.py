@@ -393,6 +393,10 @@ def search(
     try:
         with PointStore(req.storage, fingerprint) as store:
             outcome = run_search(problem, ev, runner=runner, store=store, progress=progress)
+            answer = store.record_answer(problem, outcome.points, board)
+            if answer is not None and store.location is not None:
+                where = store.location.optuna_spelling
+                notes.append(f"the decided points are Optuna study {answer} in {where}")
     finally:
         if board is not None:
             board.close()

@@ -235,6 +235,13 @@ def _run_trials(ctx: SearchContext, space: DesignSpace) -> Any:
         direction=direction,
         load_if_exists=True,
     )
+    if ctx.store.optuna_storage is not None:
+        ctx.store.optuna_storage.set_study_system_attr(
+            study._study_id,
+            "splitplan:values",
+            "analytic screen (penalized where a constraint fails), not DES-verified: the search's "
+            "answer is its study splitplan-…-answer-…",
+        )
     # trials asked by an interrupted run: their parameters are known; finish their batch
     pending = [
         optuna.trial.Trial(study, fr._trial_id)

@@ -1,9 +1,25 @@
-"""Layer 5: persistence of finished work in an Optuna storage, so an interrupted search resumes.
+"""Layer 5: persistence of finished work in an Optuna storage, so an interrupted search resumes,
+written so that Optuna's own tools (`optuna studies`, optuna-dashboard) read it truthfully.
 
-`--storage PATH` means a SQLite file; any other Optuna storage URL (postgresql://, mysql://, a
-journal file via `journal:PATH`) is passed through. DES verdicts are kept as user attributes of a
-`…-points` study keyed by (design, pools, counts, rate factor); Optuna trials live in per-design
-studies. Names carry a fingerprint of the scenario so different problems never share results.
+Storage locations are spelled as Optuna spells them: an RDB URL (`sqlite:///PATH`, `postgresql://…`,
+`mysql://…`) or the path of a journal file (Optuna's `JournalFileBackend`). A bare path is a SQLite
+file, or a journal file when it is one already or its name ends in `.log`, `.jsonl` or `.journal`
+(`journal:PATH`, an older spelling, still works). `optuna_spelling` gives the form to hand to
+`optuna-dashboard` or `optuna … --storage`.
+
+What is stored, per scenario fingerprint (so different problems never share results):
+
+- `splitplan-FP-points`: the DES verdict cache, keyed by (design, pools, counts, rate factor), kept
+  in the study's *system* attributes (Optuna's CLI and dashboard list user attributes; thousands
+  of verdicts there made `optuna studies` print tens of kilobytes). It has no trials.
+- `splitplan-FP-answer-OBJECTIVE-H` (one per search problem): every point the search decided, one
+  COMPLETE trial each, written when the search finishes. Its value is the objective ($/h, kW or
+  req/s) of the point, its constraints say whether the point met the SLOs and the budget (by the
+  verdict that decided it: the system attribute `splitplan:decided_by` is `des`, or `analytic`
+  where the screen alone decided), so the study's best trial is the search's answer.
+- `splitplan-FP-DESIGN-H`: the Optuna sampler's own trials of a design searched by Optuna; their
+  values are the analytic screen's (penalized where a constraint fails), which the study's system
+  attribute `splitplan:values` says, and they lead to the DES-verified answer study.
 """
 
 from __future__ import annotations
@@ -15,14 +31,22 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from splitplan.errors import InputError
 from splitplan.search.evaluate import Decision
 from splitplan.sim.scenario import Scenario
 
+if TYPE_CHECKING:
+    from splitplan.search.problem import SearchProblem
+    from splitplan.search.result import PointRecord
+
 T = TypeVar("T")
+JOURNAL_SUFFIXES = (".log", ".jsonl", ".journal")
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+VERDICT_PREFIX = "verdict:"  # system attributes of the points study holding one DES verdict each
 
 
 def scenario_fingerprint(scenario: Scenario) -> str:
@@ -46,30 +70,62 @@ def scenario_fingerprint(scenario: Scenario) -> str:
     return h.hexdigest()[:16]
 
 
-def storage_url(storage: str) -> str:
+class StorageKind(StrEnum):
+    RDB = "rdb"  # a SQLAlchemy URL: SQLite, PostgreSQL, MySQL
+    JOURNAL = "journal"  # Optuna's journal file
+
+
+@dataclass(frozen=True, slots=True)
+class StorageLocation:
+    """Where a storage is: an RDB URL, or a journal file's absolute path."""
+
+    kind: StorageKind
+    target: str
+
+    @property
+    def optuna_spelling(self) -> str:
+        """What Optuna's CLI and optuna-dashboard take for it (the URL, or the journal's path)."""
+        return self.target
+
+
+def _is_journal_file(path: Path) -> bool:
+    if path.is_file() and path.stat().st_size > 0:
+        with path.open("rb") as fh:
+            return fh.read(len(_SQLITE_MAGIC)) != _SQLITE_MAGIC
+    return path.suffix.lower() in JOURNAL_SUFFIXES
+
+
+def locate_storage(storage: str) -> StorageLocation:
+    """Where `storage` (a URL, a path, or the older `journal:PATH`) is; a missing folder is an error."""
     if "://" in storage:
-        return storage
-    if storage.startswith("journal:"):
-        return storage
-    path = Path(storage).expanduser().resolve()
+        return StorageLocation(StorageKind.RDB, storage)
+    journal = storage.startswith("journal:")
+    path = Path(storage.removeprefix("journal:")).expanduser().resolve()
     if not path.parent.is_dir():
         raise InputError(f"storage folder {path.parent} does not exist")
-    return f"sqlite:///{path}"
+    if journal or _is_journal_file(path):
+        return StorageLocation(StorageKind.JOURNAL, str(path))
+    return StorageLocation(StorageKind.RDB, f"sqlite:///{path}")
+
+
+def storage_url(storage: str) -> str:
+    """The storage in Optuna's spelling (an RDB URL, or a journal file's path)."""
+    return locate_storage(storage).optuna_spelling
 
 
 def open_storage(storage: str) -> Any:
-    """An Optuna storage object for a path or URL (journal:PATH → journal file storage)."""
+    """An Optuna storage object for a path or URL (a journal file → Optuna's JournalFileBackend)."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    url = storage_url(storage)
+    loc = locate_storage(storage)
     try:
-        if url.startswith("journal:"):
+        if loc.kind is StorageKind.JOURNAL:
             from optuna.storages import JournalStorage
             from optuna.storages.journal import JournalFileBackend
 
-            return JournalStorage(JournalFileBackend(url[len("journal:") :]))
-        return _rdb_with_retry(url)
+            return JournalStorage(JournalFileBackend(loc.target))
+        return _rdb_with_retry(loc.target)
     except Exception as exc:  # optuna raises many kinds for bad URLs; all are input problems here
         raise InputError(f"cannot open storage {storage!r}: {str(exc).splitlines()[0]}") from None
 
@@ -168,13 +224,16 @@ def point_key(
 
 
 class PointStore:
-    """DES verdicts by point key; a dict when no storage is given, an Optuna study otherwise."""
+    """DES verdicts by point key; a dict when no storage is given, an Optuna storage otherwise (the
+    system attributes of the `…-points` study; verdicts older stores kept as user attributes are
+    read too)."""
 
     def __init__(self, storage: str | None = None, fingerprint: str = "") -> None:
         self._mem: dict[str, Decision] = {}
         self._study: Any = None
         self.storage = storage
         self.fingerprint = fingerprint
+        self.location = None if storage is None else locate_storage(storage)
         if storage is not None:
             import optuna
 
@@ -182,8 +241,12 @@ class PointStore:
             self._study = optuna.create_study(
                 storage=self._storage, study_name=f"splitplan-{fingerprint}-points", load_if_exists=True
             )
-            for key, val in self._study.user_attrs.items():
+            sid = self._study._study_id
+            for key, val in self._study.user_attrs.items():  # stores written before the system attrs
                 self._mem[key] = _decode(val)
+            for key, val in self._storage.get_study_system_attrs(sid).items():
+                if key.startswith(VERDICT_PREFIX):
+                    self._mem[key[len(VERDICT_PREFIX) :]] = _decode(val)
 
     def __len__(self) -> int:
         return len(self._mem)
@@ -196,10 +259,22 @@ class PointStore:
             return
         self._mem[key] = decision
         if self._study is not None:
-            self._study.set_user_attr(key, _encode(decision))
+            self._storage.set_study_system_attr(
+                self._study._study_id, VERDICT_PREFIX + key, _encode(decision)
+            )
 
     def snapshot(self, prefix: str) -> dict[str, Decision]:
         return {k: v for k, v in self._mem.items() if k.startswith(prefix)}
+
+    def record_answer(
+        self, problem: SearchProblem, points: list[PointRecord], board: Any = None
+    ) -> str | None:
+        """Write the decided points of a finished search as the trials of its answer study (see the
+        module docstring) and return the study's name; None without storage, or when the study is
+        already written (or another process sharing `board` writes it)."""
+        if self._study is None:
+            return None
+        return write_answer_study(self._storage, self.fingerprint, problem, points, board)
 
     def close(self) -> None:
         """Release database connections (an RDB storage keeps a pool open otherwise)."""
@@ -221,6 +296,180 @@ class PointStore:
     @property
     def optuna_storage(self) -> Any:
         return self._storage if self._study is not None else None
+
+
+def answer_study_name(fingerprint: str, problem: SearchProblem) -> str:
+    """The answer study of one search problem (the scenario's fingerprint and everything of the
+    problem that can change its answer)."""
+    h = hashlib.sha256(
+        repr(
+            (
+                problem.spaces,
+                problem.objective,
+                problem.power_budget_kw,
+                problem.cost_budget_usd_per_h,
+                problem.engine,
+                problem.method,
+                problem.trials,
+                problem.seed,
+                problem.band,
+                problem.rate_tol,
+                problem.confirm_top,
+                problem.rate_rps,
+            )
+        ).encode()
+    ).hexdigest()[:12]
+    return f"splitplan-{fingerprint}-answer-{problem.objective.value}-{h}"
+
+
+DECIDED_BY_ATTR = "splitplan:decided_by"
+POINT_ATTR = "splitplan:point"
+COMPLETE_ATTR = "splitplan:complete"
+
+
+def _decided(problem: SearchProblem, points: list[PointRecord]) -> list[PointRecord]:
+    """The points a verdict decided, best first by the one tie-break rule (feasible before not).
+
+    DES-decided points always; screen-decided ones only when the screen is the search's engine
+    (elsewhere the DES overrules the screen, and a dominance verdict only repeats a DES verdict).
+    """
+    from splitplan.search.objective import Engine
+    from splitplan.search.result import DecidedBy
+
+    ok = {DecidedBy.DES} | ({DecidedBy.ANALYTIC} if problem.engine is Engine.ANALYTIC else set())
+    kept = [p for p in points if p.decided_by in ok and p.cost_usd_per_h is not None]
+    return sorted(kept, key=lambda p: (not _feasible(p), p.rank_key(problem.objective)))
+
+
+def _feasible(p: PointRecord) -> bool:
+    return bool(p.meets_slo and p.within_budget)
+
+
+def _trial_key(p: PointRecord) -> str:
+    return "|".join(
+        str(x)
+        for x in (
+            p.design,
+            p.prompt_gpu,
+            p.token_gpu,
+            f"{p.prompt_power_cap:.6g}",
+            f"{p.token_power_cap:.6g}",
+            p.prompt_tp,
+            p.token_tp,
+            p.prompt_precision,
+            p.token_precision,
+            p.prompt_kv_precision,
+            p.token_kv_precision,
+            p.prompt_instances,
+            p.token_instances,
+            p.instances,
+            f"{p.rate_rps:.9g}",
+        )
+    )
+
+
+def write_answer_study(
+    storage: Any, fingerprint: str, problem: SearchProblem, points: list[PointRecord], board: Any = None
+) -> str | None:
+    """The answer study of a finished search (see the module docstring); trials are added best
+    first, so where values tie the first trial — the one Optuna's `best_trial` returns — is the one
+    the search's tie-break chose."""
+    import optuna
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+
+    name = answer_study_name(fingerprint, problem)
+    if board is not None and not board.claim(f"answer|{name}"):
+        return name  # another process sharing this storage writes it
+    study = optuna.create_study(
+        storage=storage, study_name=name, direction=problem.objective.direction, load_if_exists=True
+    )
+    sid = study._study_id
+    if storage.get_study_system_attrs(sid).get(COMPLETE_ATTR):
+        return name
+    have = {t.system_attrs.get(POINT_ATTR) for t in study.get_trials(deepcopy=False)}
+    decided = _decided(problem, points)
+    designs = sorted({s.name for s in problem.spaces})
+    gpus = sorted(
+        {g for s in problem.spaces for pool in (s.prompt, s.token) for g in pool.gpus}
+        | {g for p in decided for g in (p.prompt_gpu, p.token_gpu)}
+    )
+    # counts range over the largest count searched (ranges of larger TPs are scaled up: instances.py)
+    top = max(
+        [hi for sp in problem.spaces for _lo, hi in (sp.prompt_range, sp.token_range)]
+        + [int(p.prompt_instances or p.instances or 0) for p in decided]
+        + [int(p.token_instances or 0) for p in decided]
+    )
+    dists = {
+        "design": CategoricalDistribution(designs),
+        "prompt_gpu": CategoricalDistribution(gpus),
+        "token_gpu": CategoricalDistribution(gpus),
+        "prompt_instances": IntDistribution(0, top),
+        "token_instances": IntDistribution(0, top),
+    }
+    trials = []
+    for p in decided:
+        key = _trial_key(p)
+        if key in have:
+            continue
+        margin = p.margin
+        slo = (-margin if math.isfinite(margin) else 1.0) if not p.meets_slo else min(-margin, 0.0)
+        slo = max(slo, 1e-9) if not p.meets_slo else slo
+        value = float(problem.objective.score(p.cost_usd_per_h or 0.0, p.power_kw or 0.0, p.rate_rps))
+        trials.append(
+            optuna.trial.create_trial(
+                value=value,
+                params={
+                    "design": p.design if p.design in designs else designs[0],
+                    "prompt_gpu": p.prompt_gpu,
+                    "token_gpu": p.token_gpu,
+                    "prompt_instances": int(p.prompt_instances or p.instances or 0),
+                    "token_instances": int(p.token_instances or 0),
+                },
+                distributions=dists,
+                user_attrs=_trial_user_attrs(p),
+                system_attrs={DECIDED_BY_ATTR: p.decided_by.value, POINT_ATTR: key},
+                constraints={"slo": float(slo), "budget": 0.0 if p.within_budget else 1.0},
+            )
+        )
+    study.add_trials(trials)
+    storage.set_study_system_attr(sid, COMPLETE_ATTR, True)
+    if board is not None:
+        board.post(f"answer|{name}", "written")
+    storage.set_study_system_attr(
+        sid,
+        "splitplan:values",
+        f"{problem.objective.value} of each decided point ({_UNIT[problem.objective.value]}); "
+        "constraints: slo (minus the SLO headroom) and budget; feasible where both are ≤ 0",
+    )
+    return name
+
+
+_UNIT = {"cost": "USD/h", "power": "kW", "throughput": "requests/s"}
+
+
+def _trial_user_attrs(p: PointRecord) -> dict[str, Any]:
+    """What a dashboard shows beside a trial: the point's machines, cost, power, rate and verdict."""
+
+    def f(x: float | None) -> float | None:
+        return None if x is None or not math.isfinite(x) else round(float(x), 9)
+
+    return {
+        "machines": p.machines,
+        "prompt_machines": p.prompt_machines,
+        "token_machines": p.token_machines,
+        "prompt_tp": p.prompt_tp,
+        "token_tp": p.token_tp,
+        "prompt_precision": p.prompt_precision,
+        "token_precision": p.token_precision,
+        "prompt_power_cap": p.prompt_power_cap,
+        "token_power_cap": p.token_power_cap,
+        "cost_usd_per_h": f(p.cost_usd_per_h),
+        "power_kw": f(p.power_kw),
+        "rate_rps": f(p.rate_rps),
+        "meets_slo": p.meets_slo,
+        "binding_slo": p.binding_slo,
+        "slo_headroom": f(p.margin),
+    }
 
 
 def _encode(d: Decision) -> dict[str, Any]:
@@ -394,11 +643,11 @@ def open_board(storage: str | None, fingerprint: str) -> WorkBoard | None:
     """The shared work board of an RDB storage (None without storage, or for a journal file)."""
     if storage is None:
         return None
-    url = storage_url(storage)
-    if url.startswith("journal:"):
+    loc = locate_storage(storage)
+    if loc.kind is StorageKind.JOURNAL:
         return None
     try:
-        return WorkBoard(url, f"splitplan-{fingerprint}")
+        return WorkBoard(loc.target, f"splitplan-{fingerprint}")
     except Exception as exc:  # any driver error opening a URL is an input problem
         raise InputError(f"cannot open storage {storage!r}: {str(exc).splitlines()[0]}") from None
 

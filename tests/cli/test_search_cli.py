@@ -197,7 +197,11 @@ def _stored_points(db: Path) -> int:
         return 0
     try:
         with sqlite3.connect(db) as con:
-            return int(con.execute("select count(*) from study_user_attributes").fetchone()[0])
+            return int(
+                con.execute(
+                    "select count(*) from study_system_attributes where key like 'verdict:%'"
+                ).fetchone()[0]
+            )
     except sqlite3.OperationalError:  # tables not created yet
         return 0
 
@@ -286,13 +290,30 @@ def test_two_workers_share_one_optuna_study(tmp_path: Path) -> None:
         assert p.returncode == 0, err
         docs.append(json.loads(out))
     with sqlite3.connect(db) as con:
-        states = dict(con.execute("select state, count(*) from trials group by state").fetchall())
+        # the sampler's study (the answer study beside it holds the decided points)
+        states = dict(
+            con.execute(
+                "select t.state, count(*) from trials t join studies s on s.study_id = t.study_id"
+                " where s.study_name not like '%-answer-%' group by t.state"
+            ).fetchall()
+        )
     assert set(states) == {"COMPLETE"}
     assert 48 <= states["COMPLETE"] < 2 * 48  # shared work, not two separate studies
     for doc in docs:
         r = doc["results"][0]
         assert r["meets_slo"]
         assert r["verified_by"] == "des"
+    import optuna
+
+    url = f"sqlite:///{db}"
+    (answer,) = [s.study_name for s in optuna.get_all_study_summaries(url) if "-answer-" in s.study_name]
+    best = optuna.load_study(study_name=answer, storage=url).best_trial
+    # written by the worker that claimed it: its answer
+    assert any(
+        best.value == pytest.approx(d["best"]["cost_usd_per_h"], rel=1e-12)
+        and best.params["prompt_gpu"] == d["best"]["prompt_gpu"]
+        for d in docs
+    )
 
 
 @pytest.mark.parametrize("engine", ["analytic", "hybrid"])

@@ -130,7 +130,8 @@ def search_command(
     storage: Annotated[
         str | None,
         typer.Option(
-            help="Keep finished work here (a SQLite path or any Optuna storage URL) so reruns resume."
+            help="Keep finished work here so reruns resume: an Optuna storage URL (sqlite:///PATH, "
+            "postgresql://…), a SQLite file path, or a journal file (PATH.log)."
         ),
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Write every evaluated point (parquet).")] = None,

@@ -14,9 +14,11 @@ What is stored, per scenario fingerprint (so different problems never share resu
   of verdicts there made `optuna studies` print tens of kilobytes). It has no trials.
 - `splitplan-FP-answer-OBJECTIVE-H` (one per search problem): every point the search decided, one
   COMPLETE trial each, written when the search finishes. Its value is the objective ($/h, kW or
-  req/s) of the point, its constraints say whether the point met the SLOs and the budget (by the
-  verdict that decided it: the system attribute `splitplan:decided_by` is `des`, or `analytic`
-  where the screen alone decided), so the study's best trial is the search's answer.
+  req/s) of the point where it met the SLOs and the budget, and the worst value (±inf) where it did
+  not; its constraints say which failed, by the verdict that decided it (the system attribute
+  `splitplan:decided_by` is `des`, or `analytic` where the screen alone decided). So the study's
+  best trial — Optuna's `best_trial`, and optuna-dashboard's, which ranks by value alone — is the
+  search's answer.
 - `splitplan-FP-DESIGN-H`: the Optuna sampler's own trials of a design searched by Optuna; their
   values are the analytic screen's (penalized where a constraint fails), which the study's system
   attribute `splitplan:values` says, and they lead to the DES-verified answer study.
@@ -414,7 +416,11 @@ def write_answer_study(
         margin = p.margin
         slo = (-margin if math.isfinite(margin) else 1.0) if not p.meets_slo else min(-margin, 0.0)
         slo = max(slo, 1e-9) if not p.meets_slo else slo
+        # a point that fails a constraint is no answer: its value is the worst there is (optuna-
+        # dashboard ranks trials by value alone), what it would have scored is in its user attrs
         value = float(problem.objective.score(p.cost_usd_per_h or 0.0, p.power_kw or 0.0, p.rate_rps))
+        if not _feasible(p):
+            value = -math.inf if problem.objective.maximize else math.inf
         trials.append(
             optuna.trial.create_trial(
                 value=value,

@@ -54,6 +54,9 @@ def _assert_best_trial_is_the_answer(study: object, best: dict) -> None:
     assert trial.value == pytest.approx(best["cost_usd_per_h"], rel=1e-12)
     assert trial.system_attrs["splitplan:decided_by"] == best["verified_by"] == "des"
     assert all(v <= 0 for v in trial.constraints.values())
+    # optuna-dashboard shows the storage's best trial, ranked by value alone
+    raw = study._storage.get_best_trial(study._study_id)  # type: ignore[attr-defined]
+    assert raw.number == trial.number
 
 
 def test_resume_howto_storage_reads_truthfully_in_optuna(capsys, tmp_path, monkeypatch) -> None:
@@ -70,6 +73,10 @@ def test_resume_howto_storage_reads_truthfully_in_optuna(capsys, tmp_path, monke
     # one completed trial per DES-decided point; the rerun added none
     assert len(study.trials) == first["des_evaluations"]
     assert {t.state for t in study.trials} == {optuna.trial.TrialState.COMPLETE}
+    feasible = [t for t in study.trials if all(v <= 0 for v in t.constraints.values())]
+    assert 0 < len(feasible) < len(study.trials)
+    assert all(t.value == float("inf") for t in study.trials if t not in feasible)
+    assert all(t.value == t.user_attrs["cost_usd_per_h"] for t in feasible)
     # what `optuna studies` lists stays small: no study has user attributes; the verdicts are
     # system attributes of the points study
     summaries = optuna.get_all_study_summaries(url)

@@ -51,6 +51,9 @@ def _root(
     verbose: int = typer.Option(
         0, "--verbose", "-v", count=True, help="Log what splitplan is doing (debug)."
     ),
+    wide: bool = typer.Option(
+        False, "--wide", help="Tables at full width: no value wrapped or shortened to fit the terminal."
+    ),
 ) -> None:
     """Plan phase-split (prefill/decode) LLM inference clusters that meet all nine latency SLOs."""
     from splitplan.cli._logging import configure, reset
@@ -58,6 +61,9 @@ def _root(
     if quiet and verbose:
         raise typer.BadParameter("--quiet and --verbose contradict each other; give one")
     configure(quiet=quiet, verbose=verbose)
+    from splitplan.cli._common import DISPLAY
+
+    DISPLAY.wide = wide
     ctx.call_on_close(reset)  # a library caller in the same process sees logging as it was
     if catalog:
         from pathlib import Path

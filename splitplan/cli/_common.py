@@ -63,9 +63,24 @@ MaxMemoryOpt = Annotated[
 ]
 
 
+class _Display:
+    wide = False  # `splitplan --wide`: tables at full width, values never wrapped or shortened
+
+
+DISPLAY = _Display()
+WIDE_COLUMNS = 240
+
+
+def wide() -> bool:
+    """Whether `--wide` was given (tables keep every value whole, on one line)."""
+    return DISPLAY.wide
+
+
 def console():  # -> rich.console.Console, imported lazily to keep --help fast
     from rich.console import Console
 
+    if DISPLAY.wide:
+        return Console(width=max(WIDE_COLUMNS, Console().width))
     return Console()
 
 

@@ -12,74 +12,109 @@ if TYPE_CHECKING:
 
 
 def print_listing(listing: CatalogListing, json_out: bool = False) -> None:
-    """Print the catalog listing (api.catalog) as tables or one JSON document."""
-    from splitplan.cli._common import console, print_json
+    """Print the catalog listing (api.catalog) as tables or one JSON document. In 80 columns the
+    sources are numbered notes under each table (`--wide`: in the table)."""
+    from splitplan.cli._common import console, print_json, wide
+    from splitplan.report.render import make_table
 
     if json_out:
         print_json(listing.to_json())
         return
-    from rich.table import Table
-
     con = console()
-    t = Table(title="GPUs")
-    for col in ("name", "memory GB", "HBM TB/s", "fp16 TFLOP/s", "fp8 TFLOP/s", "TDP W", "source", "from"):
-        t.add_column(col)
-    for g in listing.gpus:
-        t.add_row(
-            g.name,
-            f"{g.memory_bytes / 1e9:.0f}",
-            f"{g.hbm_bytes_per_s / 1e12:.2f}",
-            f"{g.fp16_flops / 1e12:.0f}",
-            "—" if g.fp8_flops is None else f"{g.fp8_flops / 1e12:.0f}",
-            f"{g.tdp_w:.0f}",
-            g.source,
-            _origin("gpu", g.name),
-        )
-    con.print(t)
-    t = Table(title="Machine types")
-    for col in ("name", "GPU", "GPUs", "$/h", "power kW", "link GB/s", "source", "from"):
-        t.add_column(col)
-    for m in listing.machines:
-        t.add_row(
-            m.name,
-            m.gpu.name,
-            str(m.gpus),
-            f"{m.cost_usd_per_h:.2f}",
-            f"{m.rated_power_kw:.2f}",
-            f"{m.interconnect_bytes_per_s / 1e9:.0f}",
-            m.source,
-            _origin("machine", m.name),
-        )
-    con.print(t)
-    t = Table(title="Models")
-    for col in ("name", "layers", "hidden", "heads/kv", "params B", "weights GB", "KV KiB/token", "from"):
-        t.add_column(col)
+    full = wide()
+    sources: dict[str, int] = {}  # 80 columns: each source once, as a numbered note under its table
+
+    def src(text: str) -> str:
+        if full:
+            return text
+        return f"[{sources.setdefault(text, len(sources) + 1)}]"
+
+    def table(title: str, cols: list[str], rows: list[list[str]], wrap: tuple[int, ...]) -> None:
+        keep = tuple(i for i in range(len(cols)) if i not in wrap)
+        text = tuple(i for i, c in enumerate(cols) if c in ("source", "from", "GPU", "kind"))
+        con.print(make_table(title, cols, rows, right_from=1, no_wrap=keep, left=text, wide=full))
+        if sources:
+            from rich.markup import escape
+
+            for text_, n in sources.items():
+                con.print(escape(f"[{n}] {text_}"))
+            sources.clear()
+        con.print()
+
+    table(
+        "GPUs",
+        ["name", "memory GB", "HBM TB/s", "fp16 TFLOP/s", "fp8 TFLOP/s", "TDP W", "source", "from"],
+        [
+            [
+                g.name,
+                f"{g.memory_bytes / 1e9:.0f}",
+                f"{g.hbm_bytes_per_s / 1e12:.2f}",
+                f"{g.fp16_flops / 1e12:.0f}",
+                "—" if g.fp8_flops is None else f"{g.fp8_flops / 1e12:.0f}",
+                f"{g.tdp_w:.0f}",
+                src(g.source),
+                _origin("gpu", g.name),
+            ]
+            for g in listing.gpus
+        ],
+        wrap=(),
+    )
+    table(
+        "Machine types",
+        ["name", "GPU", "GPUs", "$/h", "power kW", "link GB/s", "source", "from"],
+        [
+            [
+                m.name,
+                m.gpu.name,
+                str(m.gpus),
+                f"{m.cost_usd_per_h:.2f}",
+                f"{m.rated_power_kw:.2f}",
+                f"{m.interconnect_bytes_per_s / 1e9:.0f}",
+                src(m.source),
+                _origin("machine", m.name),
+            ]
+            for m in listing.machines
+        ],
+        wrap=(),
+    )
+    rows = []
     for spec in listing.models:
-        active = f" ({spec.active_params / 1e9:.1f} active)" if spec.is_sparse else ""
-        t.add_row(
-            spec.name,
-            str(spec.layers),
-            str(spec.hidden),
-            f"{spec.heads}/{spec.kv_heads}",
-            f"{spec.params / 1e9:.1f}{active}",
-            f"{spec.weight_bytes / 1e9:.0f}",
-            f"{spec.kv_bytes_per_token / 1024:.0f}",
-            _origin("model", spec.name),
+        rows.append(
+            [
+                spec.name,
+                str(spec.layers),
+                str(spec.hidden),
+                f"{spec.heads}/{spec.kv_heads}",
+                f"{spec.params / 1e9:.1f}",
+                f"{spec.active_params / 1e9:.1f}" if spec.is_sparse else "",
+                f"{spec.weight_bytes / 1e9:.0f}",
+                f"{spec.kv_bytes_per_token / 1024:.0f}",
+                _origin("model", spec.name),
+            ]
         )
-    con.print(t)
-    t = Table(title="Designs")
-    for col in ("name", "kind", "prompt pool", "token pool"):
-        t.add_column(col)
-    for d in listing.designs:
-        t.add_row(d.name, d.kind, d.prompt.name, "(same machines)" if d.is_baseline else d.token.name)
-    con.print(t)
+    cols = ["name", "layers", "hidden", "heads/kv", "params B", "active B", "weights GB", "KV KiB/token"]
+    table("Models", [*cols, "from"], rows, wrap=())
+    table(
+        "Designs",
+        ["name", "kind", "prompt pool", "token pool"],
+        [
+            [d.name, d.kind, d.prompt.name, "(same machines)" if d.is_baseline else d.token.name]
+            for d in listing.designs
+        ],
+        wrap=(3,),
+    )
 
 
 def _origin(kind: str, name: str) -> str:
     from splitplan.catalog import entry_origin
 
     where = entry_origin(kind, name)
-    return where if where == "shipped" else f"user: {where}"
+    if where == "shipped":
+        return where
+    from splitplan.cli._common import wide
+
+    # 80 columns: the user catalog's file name (`--wide`, `--json`: its whole path)
+    return f"user: {where if wide() else Path(where).name}"
 
 
 def import_hf_command(

@@ -79,14 +79,13 @@ def check_command(
     if json_out:
         print_json(result.to_json())
         return
-    from rich.table import Table
+    from splitplan.cli._common import wide
+    from splitplan.report.render import make_table
 
     curves = f" ({result.prompt_curves} prompt curves)" if result.prompt_curves else ""
-    t = Table(title=f"{perf} performance model{curves} vs {profile.name}")
-    for col in ("model", "hardware", "TP", "precision", "source", "phase", "MAPE %", "rows"):
-        t.add_column(col)
-    for g in result.groups:
-        t.add_row(
+    cols = ["model", "hardware", "TP", "precision", "source", "phase", "MAPE %", "rows"]
+    rows = [
+        [
             g.model,
             g.hardware,
             str(g.tensor_parallel),
@@ -95,7 +94,18 @@ def check_command(
             g.phase,
             f"{g.mape:.2f}",
             str(g.n),
-        )
+        ]
+        for g in result.groups
+    ]
+    t = make_table(
+        f"{perf} performance model{curves} vs {profile.name}",
+        cols,
+        rows,
+        right_from=6,
+        no_wrap=tuple(range(len(cols))),
+        left=(),
+        wide=wide(),
+    )
     con = console()
     con.print(t)
     doc = result.to_json()["overall"]
@@ -175,9 +185,13 @@ def fit_command(
         print_json(result.to_json())
         return
     if name is None:
-        typer.echo(
+        from splitplan.cli._common import console
+
+        console().print(
             f"wrote {result.out}: GPU types {', '.join(result.gpus)}; "
-            f"per-model refinements {', '.join(result.refined_models) or 'none'}"
+            f"per-model refinements {', '.join(result.refined_models) or 'none'}",
+            markup=False,
+            highlight=False,
         )
         return
     typer.echo(f"wrote {result.out}: stack {name}, fitted to {result.rows} rows")

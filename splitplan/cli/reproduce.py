@@ -62,28 +62,27 @@ def reproduce_command(
     if json_out:
         print_json(report.to_json())
         return
-    from rich.table import Table
-
-    from splitplan.cli._common import console
+    from splitplan.cli._common import console, wide
+    from splitplan.report.render import make_table
 
     con = console()
-    tables: dict[str, Table] = {}
+    sections: dict[str, list[list[str]]] = {}
     for c in report.comparisons:
-        if c.section not in tables:
-            tables[c.section] = t = Table(title=c.section, title_justify="left")
-            for col in ("item", "model", "assumptions", "splitplan", "paper", "ratio", "direction"):
-                t.add_column(col, justify="left" if col in ("item", "model", "assumptions") else "right")
-        tables[c.section].add_row(
-            c.item,
-            c.model,
-            c.assumptions,
-            "—" if c.ours is None else f"{c.ours:.4g}",
-            "—" if c.paper is None else f"{c.paper:.4g}",
-            "—" if c.ratio is None else f"{c.ratio:.2f}",
-            {True: "same", False: "[red]differs[/red]", None: ""}[c.direction_ok],
+        sections.setdefault(c.section, []).append(
+            [
+                c.item,
+                c.model,
+                c.assumptions,
+                "—" if c.ours is None else f"{c.ours:.4g}",
+                "—" if c.paper is None else f"{c.paper:.4g}",
+                "—" if c.ratio is None else f"{c.ratio:.2f}",
+                {True: "same", False: "[red]differs[/red]", None: ""}[c.direction_ok],
+            ]
         )
-    for t in tables.values():
-        con.print(t)
+    cols = ["item", "model", "assumptions", "splitplan", "paper", "ratio", "direction"]
+    for heading, table_rows in sections.items():
+        # item and assumptions wrap; the model, the numbers and the verdict stay whole
+        con.print(make_table(heading, cols, table_rows, right_from=3, no_wrap=(1, 3, 4, 5, 6), wide=wide()))
     for n in report.notes:
         con.print(f"note: {n}")
     con.print(f"wrote {', '.join(report.files)}")

@@ -165,7 +165,7 @@ def search_command(
     from splitplan.api._search import build_spaces
     from splitplan.api._simulate import WorkloadRequest
     from splitplan.api._validate import grid_points
-    from splitplan.cli._common import check_outputs, console, given, print_json
+    from splitplan.cli._common import check_outputs, console, given, print_json, wide
     from splitplan.cli._parse import (
         library_errors_as_flags,
         parse_cap,
@@ -306,7 +306,7 @@ def search_command(
         from splitplan.report.metrics import metrics_line
 
         con = console()
-        con.print(search_table(outcome))
+        con.print(search_table(outcome, wide=wide()))
         con.print(search_summary(outcome))
         best = None if outcome.best is None else metrics.get(outcome.best.design)
         if best:

@@ -159,16 +159,13 @@ def simulate_command(
 
 
 def _render(result, slo) -> None:
-    from rich.table import Table
-
-    from splitplan.cli._common import console
+    from splitplan.cli._common import console, wide
+    from splitplan.report.render import make_table
     from splitplan.slo import SLO_KEYS, headroom
 
     cfg = result.config
     con = console()
-    t = Table(title=f"{cfg.label} — {result.engine}, {result.completed}/{result.requests} requests")
-    for col in ("SLO", "slowdown", "limit", "latency s", "status"):
-        t.add_column(col, justify="right" if col != "SLO" else "left")
+    rows = []
     for k in SLO_KEYS:
         v, lat = result.slowdown[k], result.latency_s[k]
         lat_ok = k not in slo.latency_s or headroom(slo.latency_s[k], lat) >= 0
@@ -177,8 +174,10 @@ def _render(result, slo) -> None:
         if result.verdict.binding in (k, f"{k}_latency"):
             mark += " (binding)"
         limit = f"{slo.slowdown[k]:g}" + (f" / {slo.latency_s[k]:g} s" if k in slo.latency_s else "")
-        t.add_row(k, f"{v:.3f}", limit, f"{lat:.4f}", mark)
-    con.print(t)
+        rows.append([k, f"{v:.3f}", limit, f"{lat:.4f}", mark])
+    title = f"{cfg.label} — {result.engine}, {result.completed}/{result.requests} requests"
+    cols = ["SLO", "slowdown", "limit", "latency s", "status"]
+    con.print(make_table(title, cols, rows, right_from=1, no_wrap=tuple(range(len(cols))), wide=wide()))
     verdict = "[green]meets all SLOs[/green]" if result.meets_slo else "[red]does not meet the SLOs[/red]"
     if not result.stable:
         verdict += " [red](unstable: queues grow without bound)[/red]"

@@ -32,31 +32,24 @@ def _report_skipped(stats) -> None:  # stats: api.TraceStats
 
 
 def _render(stats, title: str) -> None:
-    from rich.table import Table
-
-    from splitplan.cli._common import console
+    from splitplan.cli._common import console, wide
+    from splitplan.report.render import make_table
 
     con = console()
     rate = f"{stats.rate_rps:.3f}" if stats.rate_rps != float("inf") else "∞"
     cv = f"{stats.interarrival_cv:.3f}" if stats.interarrival_cv is not None else "–"
     rho = f"{stats.prompt_output_spearman:.3f}" if stats.prompt_output_spearman is not None else "–"
-    t = Table(title=title)
-    t.add_column("requests", justify="right")
-    t.add_column("duration s", justify="right")
-    t.add_column("rate req/s", justify="right")
-    t.add_column("gap CV", justify="right")
-    t.add_column("prompt/output rank corr.", justify="right")
-    t.add_row(f"{stats.requests:,}", f"{stats.duration_s:.3f}", rate, cv, rho)
-    con.print(t)
-    q = Table(title="Token counts")
-    q.add_column("column")
-    for key in ("min", "mean", "p50", "p90", "p99", "max"):
-        q.add_column(key, justify="right")
-    for label, col in (("prompt", stats.prompt_tokens), ("output", stats.output_tokens)):
-        q.add_row(
-            label, str(col.min), f"{col.mean:.1f}", *(f"{v:g}" for v in col.quantiles.values()), str(col.max)
-        )
-    con.print(q)
+    cols = ["requests", "duration s", "rate req/s", "gap CV", "prompt/output rank corr."]
+    row = [f"{stats.requests:,}", f"{stats.duration_s:.3f}", rate, cv, rho]
+    con.print(make_table(title, cols, [row], right_from=0, no_wrap=tuple(range(len(cols))), wide=wide()))
+    rows = [
+        [label, str(col.min), f"{col.mean:.1f}", *(f"{v:g}" for v in col.quantiles.values()), str(col.max)]
+        for label, col in (("prompt", stats.prompt_tokens), ("output", stats.output_tokens))
+    ]
+    cols = ["column", "min", "mean", "p50", "p90", "p99", "max"]
+    con.print(
+        make_table("Token counts", cols, rows, right_from=1, no_wrap=tuple(range(len(cols))), wide=wide())
+    )
 
 
 @trace_app.command("generate")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from splitplan.search.objective import Objective
@@ -17,6 +19,31 @@ def fmt(x: float | None, spec: str = ".1f", none: str = "—") -> str:
     return format(x, spec)
 
 
+NAME_WIDTH = 20  # a name longer than this is broken over lines (at `+`, `/`, `-`) in 80 columns
+CONFIG_WIDTH = 10  # the same for a configuration (`3P×tp2+1T×tp2`), broken after its `+`
+
+
+def breakable(name: str, width: int = NAME_WIDTH) -> str:
+    """`name` over lines of at most `width` characters, broken after `+` or `/` (then `-`) where
+    it is longer: a long custom design name stays whole in a narrow table, never cut off."""
+    if len(name) <= width:
+        return name
+    parts = re.split(r"(?<=[+/])", name)
+    pieces: list[str] = []
+    for part in parts:
+        if len(part) <= width:
+            pieces.append(part)
+            continue
+        for sub in re.split(r"(?<=-)", part):
+            pieces.extend(sub[i : i + width] for i in range(0, len(sub), width))
+    lines = [""]
+    for piece in pieces:
+        if lines[-1] and len(lines[-1]) + len(piece) > width:
+            lines.append("")
+        lines[-1] += piece
+    return "\n".join(lines)
+
+
 def make_table(
     title: str | None,
     columns: Sequence[str],
@@ -24,25 +51,101 @@ def make_table(
     *,
     right_from: int = 1,
     no_wrap: Sequence[int] = (0,),
+    left: Sequence[int] = (),
+    wide: bool = False,
 ) -> Any:
-    """A compact rich Table (fits an 80-column terminal) with `columns`; columns from index
-    `right_from` on are right-aligned (numbers), columns in `no_wrap` never wrap (names)."""
-    from rich import box
-    from rich.table import Table
+    """A compact table with `columns` that fits the console it is printed on; columns from index
+    `right_from` on are right-aligned (numbers) unless in `left`.
 
-    t = Table(
+    Values of columns in `no_wrap` never wrap (names, numbers: such a column is as wide as its
+    longest value line); the other columns wrap their values, folding a word too long for them.
+    Headers wrap between words where the width is short. So a table fits an 80-column terminal
+    without cutting a header or a name to an ellipsis. `wide`: nothing wraps; the table takes the
+    width it needs."""
+    return FitTable(
         title=title,
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        title_justify="left",
-        padding=(0, 1),
-        collapse_padding=True,
+        columns=tuple(columns),
+        rows=tuple(tuple(str(c) for c in r) for r in rows),
+        right_from=right_from,
+        no_wrap=tuple(no_wrap),
+        left=tuple(left),
+        wide=wide,
     )
-    for i, c in enumerate(columns):
-        t.add_column(c, justify="right" if i >= right_from else "left", no_wrap=i in no_wrap)
-    for r in rows:
-        t.add_row(*r)
-    return t
+
+
+WRAP_FLOOR = 8  # a wrapping column is narrowed below this only when nothing else can give way
+
+
+@dataclass(frozen=True, slots=True)
+class FitTable:
+    """The renderable `make_table` returns: column widths are chosen when it is printed, for the
+    console's width (rich's own shrinking can crop the last column of a table of fixed columns)."""
+
+    title: str | None
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    right_from: int
+    no_wrap: tuple[int, ...]
+    left: tuple[int, ...]
+    wide: bool
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        yield self.table(None if self.wide else options.max_width)
+
+    def widths(self, width: int) -> list[int]:
+        """Column widths for a table `width` characters wide (one separator between columns)."""
+        from rich.text import Text
+
+        n = len(self.columns)
+        plain = [[Text.from_markup(c).plain for c in r] for r in self.rows]  # markup has no width
+        lines = [[ln for r in plain for ln in r[i].splitlines()] or [""] for i in range(n)]
+        word = [max((len(w) for w in c.split()), default=1) for c in self.columns]
+        natural = [max(len(self.columns[i]), *(len(x) for x in lines[i])) for i in range(n)]
+        need = [max(word[i], *(len(x) for x in lines[i])) if i in self.no_wrap else word[i] for i in range(n)]
+        widths = list(natural)
+        excess = sum(widths) + n - 1 - width
+        wrap = [i for i in range(n) if i not in self.no_wrap]
+        keep = [i for i in range(n) if i in self.no_wrap]
+        # give way in order: long wrapping values, then headers of fixed columns, then the rest
+        for cols, floor in (
+            (wrap, lambda i: max(need[i], WRAP_FLOOR)),
+            (keep, need.__getitem__),
+            (wrap, need.__getitem__),
+        ):
+            while excess > 0:
+                slack = [(widths[i] - floor(i), i) for i in cols if widths[i] > floor(i)]
+                if not slack:
+                    break
+                _, i = max(slack)
+                widths[i] -= 1
+                excess -= 1
+        return widths
+
+    def table(self, width: int | None) -> Any:
+        from rich import box
+        from rich.table import Table
+
+        t = Table(
+            title=self.title,
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+            show_edge=False,  # no outer edge columns: two more characters for values
+            title_justify="left",
+            padding=(0, 1) if width is None else 0,  # narrow: the one-space separator alone
+            collapse_padding=True,
+        )
+        sizes = [None] * len(self.columns) if width is None else self.widths(width)
+        for i, c in enumerate(self.columns):
+            t.add_column(
+                c,
+                justify="right" if i >= self.right_from and i not in self.left else "left",
+                no_wrap=width is None,
+                overflow="fold",
+                width=sizes[i],
+            )
+        for r in self.rows:
+            t.add_row(*r)
+        return t
 
 
 def _config_cell(r: DesignResult) -> str:
@@ -92,21 +195,30 @@ def _paper_instances(r: DesignResult) -> bool:
     return fp16 and kv16 and r.prompt_instances == r.prompt_machines and r.token_instances == r.token_machines
 
 
-def search_table(outcome: SearchOutcome) -> Any:
-    """One row per design: best configuration, cost, power, throughput, binding SLO, verified-by."""
+def search_table(outcome: SearchOutcome, *, wide: bool = False) -> Any:
+    """One row per design: best configuration, cost, power, throughput, binding SLO, verified-by.
+
+    Custom families add their pools (GPU and power cap) and instances (TP, precision) in one
+    column, which wraps; a long design name is broken over lines unless `wide`."""
     best = outcome.best
     # paper designs say their pools in their names; show pools only for custom families
     show_pools = any(r.design.startswith("custom") for r in outcome.results)
     show_instances = not all(_paper_instances(r) for r in outcome.results)
+    extra = show_pools or show_instances
     rows = []
     for r in outcome.results:
         star = " *" if best is not None and r is best else ""
-        row = (
-            [r.design + star]
-            + ([_pools_cell(r)] if show_pools else [])
+        name = r.design + star
+        pools = " ".join(
+            x
+            for x in ([_pools_cell(r)] if show_pools else [])
             + ([_instance_cell(r)] if show_instances else [])
+        )
+        row = (
+            [name if wide else breakable(name)]
+            + ([pools] if extra else [])
             + [
-                _config_cell(r),
+                _config_cell(r) if wide else breakable(_config_cell(r), CONFIG_WIDTH),
                 fmt(r.cost_usd_per_h, ",.0f"),
                 fmt(r.power_kw, ".1f"),
                 fmt(r.rate_rps, ".1f"),
@@ -121,14 +233,22 @@ def search_table(outcome: SearchOutcome) -> Any:
         f"Best configuration per design (objective: {outcome.objective}; N = baseline machines; "
         "verified: engine×DES runs)"
     )
+    head = (
+        "pools"
+        if show_pools and not show_instances
+        else "instances"
+        if not show_pools
+        else "pools, instances"
+    )
     columns = (
         ["design"]
-        + (["pools"] if show_pools else [])
-        + (["instances"] if show_instances else [])
+        + ([head] if extra else [])
         + ["config", "$/h", "kW", "req/s", "binding", "headroom", "verified"]
     )
-    first_number = 2 + int(show_pools) + int(show_instances)
-    return make_table(title, columns, rows, right_from=first_number, no_wrap=tuple(range(len(columns))))
+    first_number = 2 + int(extra)
+    binding_col = len(columns) - 3
+    keep = tuple(i for i in range(len(columns)) if i != binding_col and not (extra and i == 1))
+    return make_table(title, columns, rows, right_from=first_number, no_wrap=keep, wide=wide)
 
 
 def search_summary(outcome: SearchOutcome) -> str:
@@ -147,8 +267,10 @@ def search_summary(outcome: SearchOutcome) -> str:
         "power": f"{best.power_kw:,.1f} kW",
         "throughput": f"{fmt(best.rate_rps, '.1f')} req/s",
     }[outcome.objective]
-    inst = "" if _paper_instances(best) else f" ({_instance_cell(best)})"
-    line = f"[bold green]Winner:[/] {best.design} {_config_cell(best)}{inst} at {what}"
+    line = (
+        f"[bold green]Winner:[/] {best.design} {_config_cell(best)} on {_pools_cell(best)} "
+        f"({_instance_cell(best)}) at {what}"
+    )
     save = outcome.savings_vs_baseline()
     base = outcome.best_baseline
     if save is not None and base is not None and base is not best:

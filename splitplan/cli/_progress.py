@@ -32,10 +32,12 @@ class StepProgress:
                 TimeElapsedColumn,
                 TimeRemainingColumn,
             )
+            from rich.table import Column
 
             self._bar = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
+                # a long step name gives way first: counts, elapsed time and ETA stay whole
+                TextColumn("{task.description}", table_column=Column(no_wrap=True, max_width=44)),
+                BarColumn(bar_width=16),  # an 80-column line keeps its counts, times and ETA
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
                 TextColumn("eta"),
@@ -45,6 +47,7 @@ class StepProgress:
             )
             self._bar.start()
             self._task = self._bar.add_task(label, total=None)
+            self._bar.refresh()  # drawn now: the refresh thread can wait long on a busy GIL (JIT)
 
     def add(self, total: int) -> None:
         self.total += int(total)
@@ -59,6 +62,7 @@ class StepProgress:
     def describe(self, text: str) -> None:
         if self._bar is not None:
             self._bar.update(self._task, description=f"{self.label}: {text}")
+            self._bar.refresh()
         elif self.notes:
             note(f"{self.label}: {text}")
         else:

@@ -124,25 +124,27 @@ def heatmap_command(
             f"a heatmap over {n:,.0f} requests",
             "lower --rate or --duration",
         )
-    scenario = api.build_scenario(
-        workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration, trace=trace),
-        model=model,
-        perf=perf,
-        config=config,
-        slo=slo,
-        seed=seed,
-    )
-    if trace is not None:
-        check_memory(
-            estimate_bytes(scenario.workload.n, des_jobs=des_jobs, grid_points=points),
-            budget,
-            f"a heatmap over {scenario.workload.n:,} requests",
-            "replay a shorter trace",
-        )
     from splitplan.cli._progress import StepProgress
 
+    # the bar shows from here: sampling the workload and the analytic screen take seconds too
     with StepProgress(f"heatmap {d.name}") as progress, library_errors_as_flags():
-        progress.describe(f"{engine} over {(pr[1] - pr[0] + 1) * (tr[1] - tr[0] + 1)} points")
+        progress.describe("workload")
+        scenario = api.build_scenario(
+            workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration, trace=trace),
+            model=model,
+            perf=perf,
+            config=config,
+            slo=slo,
+            seed=seed,
+        )
+        if trace is not None:
+            check_memory(
+                estimate_bytes(scenario.workload.n, des_jobs=des_jobs, grid_points=points),
+                budget,
+                f"a heatmap over {scenario.workload.n:,} requests",
+                "replay a shorter trace",
+            )
+        progress.describe(f"{engine}, {points} points")
         result = api.heatmap(
             d, scenario, pr, tr, engine, sample_size=sample_size, jobs=jobs, band=band, progress=progress
         )

@@ -4,57 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from splitplan.cli._common import ExportPlanOpt
-
-
-class _LazyProgress:
-    """A rich progress bar on stderr that appears only once the work has lasted a second."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.t0 = time.perf_counter()
-        self.total = 0
-        self.done = 0
-        self._bar: Any = None
-        self._task: Any = None
-
-    def add(self, total: int) -> None:
-        self.total += total
-        self._update()
-
-    def advance(self, n: int = 1) -> None:
-        self.done += n
-        self._update()
-
-    def _update(self) -> None:
-        if not self.enabled:
-            return
-        if self._bar is None and time.perf_counter() - self.t0 > 1.0:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._bar = Progress(
-                TextColumn("searching"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=Console(file=sys.stderr),
-                transient=True,
-            )
-            self._bar.start()
-            self._task = self._bar.add_task("search", total=self.total)
-        if self._bar is not None:
-            self._bar.update(self._task, total=self.total, completed=self.done)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
 
 
 def search_command(
@@ -264,9 +219,12 @@ def search_command(
             "lower --rate or --duration, or search fewer designs (baselines need the most)",
         )
     storage = req.storage
-    from splitplan.cli._logging import progress_enabled
+    from splitplan.cli._progress import StepProgress
 
-    progress = _LazyProgress(enabled=progress_enabled())
+    # shown from the start (sampling the workload and the analytic screens take seconds), then
+    # the search's tasks as they are scheduled and finished, with elapsed time and ETA
+    progress = StepProgress("search")
+    progress.describe(f"{len(spaces)} design(s)")
     meta = {
         "objective": req.objective.value,
         "engine": req.engine.value,

@@ -343,7 +343,7 @@ def heatmap(
             problem = SearchProblem(
                 spaces=(space,),
                 objective=objective,
-                rate_rps=float(scenario.workload.rate_rps),
+                rate_rps=float(scenario.workload.offered_rate_rps),
                 engine=eng,
                 band=band,
             )
@@ -387,7 +387,7 @@ def heatmap(
         "workload": wl.name,
         "workload_meta": ";".join(f"{k}={v}" for k, v in wl.meta.items()),
         "requests": str(wl.n),
-        "rate_rps": f"{wl.rate_rps:.6g}",
+        "rate_rps": f"{wl.offered_rate_rps:.6g}",
         "duration_s": f"{wl.duration_s:.6g}",
         "model": scenario.model.name,
         "perf": scenario.perf if scenario.perf == "analytic" else Path(scenario.perf).name,

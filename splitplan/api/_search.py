@@ -371,11 +371,7 @@ def search(
         seed=req.seed,
         chunk_tokens=req.chunk_tokens,
     )
-    rate = (
-        req.workload.rate_rps
-        if req.workload.trace is None and req.workload.rate_rps
-        else scenario.workload.rate_rps
-    )
+    rate = scenario.workload.offered_rate_rps  # one definition (workload.base)
     notes: list[str] = []
     problem = build_problem(req, float(rate), notes)
     _check_instances_fit(problem, scenario)

@@ -129,7 +129,7 @@ def _tokens_stats(values: np.ndarray) -> dict[str, Any]:
 def _workload(scenario: Scenario, rate_rps: float | None) -> dict[str, Any]:
     wl = scenario.workload
     if rate_rps is None:  # the generator's target rate, else the trace's observed one
-        rate_rps = float(wl.meta["rate_rps"]) if "rate_rps" in wl.meta else wl.rate_rps
+        rate_rps = wl.offered_rate_rps
     return {
         "name": wl.name,
         "source": wl.meta.get("source", wl.name),

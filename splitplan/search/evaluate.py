@@ -37,6 +37,7 @@ def scale_rate(workload: Workload, factor: float) -> Workload:
         output_tokens=workload.output_tokens,
         name=workload.name,
         meta=dict(workload.meta),
+        target_rate_rps=None if workload.target_rate_rps is None else workload.target_rate_rps * factor,
     )
 
 

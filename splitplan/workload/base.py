@@ -19,6 +19,8 @@ class Workload:
     output_tokens: npt.NDArray[np.int64]
     name: str = "workload"
     meta: dict[str, str] = field(default_factory=dict, compare=False)
+    # the rate the arrivals were generated at (None for a replayed trace): see `offered_rate_rps`
+    target_rate_rps: float | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         a = np.ascontiguousarray(self.arrival_s, dtype=np.float64)
@@ -46,6 +48,20 @@ class Workload:
     def duration_s(self) -> float:
         return float(self.arrival_s[-1]) if self.n else 0.0
 
+    # Request rate: the one home of its definitions.
+    # - `rate_rps`: the observed arrival rate, requests ÷ time of the last arrival (what a replayed
+    #   trace offers; trace statistics report it);
+    # - `target_rate_rps`: the rate a generated workload was drawn at (its sample's observed rate
+    #   differs by sampling noise);
+    # - `offered_rate_rps`: the rate a plan is sized for — the target where there is one, else the
+    #   observed rate. Searches, heatmaps and deployment plans use it.
+    # A throughput (`SimResult.throughput_rps`, completed requests ÷ time) is a result, not a rate
+    # of the workload; a search's rate factor scales `offered_rate_rps` (search.evaluate.scale_rate).
     @property
     def rate_rps(self) -> float:
         return self.n / self.duration_s if self.duration_s > 0 else float("inf")
+
+    @property
+    def offered_rate_rps(self) -> float:
+        """The rate this workload offers a cluster: its generator's target, else the observed rate."""
+        return self.rate_rps if self.target_rate_rps is None else float(self.target_rate_rps)

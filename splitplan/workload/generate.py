@@ -130,7 +130,14 @@ def make_workload(
         f"+gamma(cv={_fmt(cv)})" if arrival == "gamma" else ""
     )
     meta["rate_rps"] = _fmt(rate_rps)
-    return Workload(arrival_s=t, prompt_tokens=prompt, output_tokens=output, name=name, meta=meta)
+    return Workload(
+        arrival_s=t,
+        prompt_tokens=prompt,
+        output_tokens=output,
+        name=name,
+        meta=meta,
+        target_rate_rps=float(rate_rps),
+    )
 
 
 def sample_requests(
@@ -187,4 +194,5 @@ def splitwise_sim_trace(
         output_tokens=sizes.output_tokens[oi[:n]],
         name=f"splitwise-sim-{Path(sizes_csv).stem}@{_fmt(rate_rps)}rps/{_fmt(duration_s)}s",
         meta={"source": str(sizes_csv), "arrival": "splitwise-sim", "seed": str(seed)},
+        target_rate_rps=float(rate_rps),
     )

@@ -335,3 +335,28 @@ def test_absolute_latency_limit_is_named_as_the_binding_slo(
     plain = run_json(capsys, [*args, "--engine", engine])["best"]
     assert plain["binding_slo"] in SLO_KEYS
     assert plain["cost_usd_per_h"] <= best["cost_usd_per_h"]
+
+
+def test_search_points_carry_the_des_latencies(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Each DES-decided point of `--out` has its nine latency percentiles in seconds, the same the
+    simulator reports for that configuration."""
+    out = tmp_path / "p.parquet"
+    args = ["--design", "splitwise-hh", "--prompt-range", "2:6", "--token-range", "1:4"]
+    args += ["--rate", "20", "--duration", "30"]
+    best = run_json(capsys, [*args, "--out", str(out)])["best"]
+    df = pq.read_table(out).to_pandas()
+    des = df[df["decided_by"] == "des"]
+    assert len(des) > 0
+    row = des[
+        (des["prompt_machines"] == best["prompt_machines"])
+        & (des["token_machines"] == best["token_machines"])
+    ]
+    assert len(row) == 1
+    counts = ["--prompt", str(best["prompt_machines"]), "--token", str(best["token_machines"])]
+    code = main(
+        ["simulate", "--design", "splitwise-hh", *counts, "--rate", "20", "--duration", "30", "--json"]
+    )
+    assert code == 0
+    sim = json.loads(capsys.readouterr().out)
+    for k in SLO_KEYS:
+        assert row[f"{k}_s"].iloc[0] == pytest.approx(sim["latency_s"][k], abs=1e-9)  # JSON: 9 digits

@@ -101,3 +101,25 @@ def test_pandas_keeps_nullable_integers_and_booleans(files, kind):
         base = df[df["design"] == "baseline-h100"]
         assert base["prompt_machines"].isna().all()
         assert str(df["machines"].dtype) == "Int64"
+
+
+@pytest.mark.parametrize("kind", ["search-points", "heatmap"])
+def test_latency_columns_beside_the_slowdowns_as_in_per_request_files(files, kind):
+    """`ttft_p50_s` … `e2e_p99_s`: seconds, named like the per-request `ttft_s`, right after the nine
+    slowdowns, null where not measured."""
+    from splitplan.slo import LATENCY_COLUMNS, SLO_KEYS
+
+    names = [c.name for c in columns(kind)]
+    i = names.index(SLO_KEYS[-1])
+    assert tuple(names[i + 1 : i + 10]) == LATENCY_COLUMNS
+    request_unit = {c.name: c.unit for c in columns("requests")}["ttft_s"]
+    table = pq.read_table(files[kind])
+    for col in LATENCY_COLUMNS:
+        assert table.schema.field(col).metadata[b"unit"].decode() == request_unit == "s"
+    if kind == "heatmap":  # simulated by the analytic model: measured wherever the point is stable
+        df = table.to_pandas()
+        stable = df[df["stable"]]
+        assert len(stable) > 0
+        assert (stable[list(LATENCY_COLUMNS)] > 0).all().all()
+        assert (stable["ttft_p50_s"] <= stable["ttft_p99_s"]).all()
+        assert (stable["e2e_p50_s"] >= stable["ttft_p50_s"]).all()

@@ -88,6 +88,32 @@ def test_resume_howto_storage_reads_truthfully_in_optuna(capsys, tmp_path, monke
         ).fetchone()
     assert n_user == 0
     assert n_verdicts == first["des_evaluations"]
+    _assert_dashboard_shows(url, first["best"])
+
+
+def _assert_dashboard_shows(url: str, best: dict) -> None:
+    """optuna-dashboard's own API (where installed) names the search's answer as the best trial."""
+    try:
+        from optuna_dashboard import wsgi
+    except ImportError:
+        return
+    import io
+
+    app = wsgi(optuna.storages.RDBStorage(url))
+
+    def get(path: str) -> dict:
+        env = {"REQUEST_METHOD": "GET", "PATH_INFO": path, "QUERY_STRING": "", "SERVER_NAME": "x"}
+        env |= {"SERVER_PORT": "80", "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO()}
+        env["wsgi.errors"] = io.StringIO()
+        return json.loads(b"".join(app(env, lambda *_a: None)))
+
+    (sid,) = [s["study_id"] for s in get("/api/studies")["study_summaries"] if "-answer-" in s["study_name"]]
+    shown = get(f"/api/studies/{sid}")["best_trials"][0]
+    params = {p["name"]: p["param_external_value"] for p in shown["params"]}
+    assert params["design"] == best["design"]
+    assert int(params["prompt_instances"]) == best["prompt_instances"]
+    assert int(params["token_instances"]) == best["token_instances"]
+    assert shown["values"] == [best["cost_usd_per_h"]]
 
 
 @pytest.mark.parametrize("spelling", ["{dir}/search.log", "journal:{dir}/search.log"])

@@ -76,14 +76,14 @@ def solve_cost_grid(
             again.append(i)
         if not again:
             break
-        for i, res in zip(again, _solve_once(ctx, [current[i] for i in again]), strict=True):
-            out[i] = res
+        for i, solved in zip(again, _solve_once(ctx, [current[i] for i in again]), strict=True):
+            out[i] = solved
     results = []
-    for i, (s, (res, recs)) in enumerate(zip(current, out, strict=True)):
-        res = explain_limits(pb, s, res, recs)
-        if i in memory_bound and res.limited_by == "range":
-            res = replace(res, limited_by="memory")
-        results.append((res, recs))
+    for i, (s, (best, recs)) in enumerate(zip(current, out, strict=True)):
+        explained = explain_limits(pb, s, best, recs)
+        if i in memory_bound and explained.limited_by == "range":
+            explained = replace(explained, limited_by="memory")
+        results.append((explained, recs))
     return results
 
 

@@ -160,7 +160,7 @@ def explain_limits(
     if rec is None:
         return replace(res, limited_by=limited)
     margin = _margin_of(rec)
-    closest = {
+    closest: dict[str, object] = {
         "prompt_machines": rec["prompt_machines"],
         "token_machines": rec["token_machines"],
         "machines": rec["machines"],
@@ -168,7 +168,7 @@ def explain_limits(
         "power_kw": rec["power_kw"],
         "decided_by": rec["decided_by"],
     }
-    shortfall = {
+    shortfall: dict[str, object] = {
         "slo": str(rec["binding_slo"]) or None,
         "margin": None if not math.isfinite(margin) else round(margin, 6),
         # how far the binding percentile is above its limit (value / limit − 1)

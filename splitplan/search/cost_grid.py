@@ -113,7 +113,7 @@ def _solve_whole(
     states = []
     for space in spaces:
         sg = ctx.space_grid(space)
-        screen = None if pb.engine is Engine.DES else ctx.evaluator.screen(sg.design, sg.p, sg.t, 1.0)
+        screen = None if pb.engine is Engine.DES else ctx.grid_screen(sg)
         states.append(_GridState(sg=sg, screen=screen))
 
     if pb.engine is not Engine.ANALYTIC:

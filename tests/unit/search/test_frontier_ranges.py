@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
 import numpy as np
+import pytest
 from search_fakes import FakeEvaluator
-
 
 from splitplan.search import SearchProblem, paper_space, run_search
 from splitplan.search.frontier import use_frontier
@@ -48,7 +47,8 @@ def test_frontier_equals_brute_force_on_a_large_grid(design: str, objective: str
     pb = SearchProblem(spaces=(space,), objective=objective)
     assert use_frontier(pb, space)
     r = run_search(pb, ev).results[0]
-    assert r.meets_slo and r.verified_by == "des"
+    assert r.meets_slo
+    assert r.verified_by == "des"
     assert _key(r, objective) == exhaustive_optimum(
         ev, space.design(), space.prompt_range, space.token_range, objective
     )
@@ -91,7 +91,8 @@ def test_automatic_ranges_follow_the_load(design: str) -> None:
     # ten times the paper's load: the default 1–39 / 1–80 cannot hold the answer
     ev = FakeEvaluator(prompt_need=26.5 * 10, token_need=2.5 * 10)
     auto = run_search(SearchProblem(spaces=(paper_space(design),)), ev).results[0]
-    assert auto.meets_slo and auto.limited_by is None
+    assert auto.meets_slo
+    assert auto.limited_by is None
     big = paper_space(design, prompt_range=(1, 1000), token_range=None if "baseline" in design else (1, 1000))
     assert _key(auto) == exhaustive_optimum(ev, big.design(), big.prompt_range, big.token_range)
 
@@ -113,18 +114,24 @@ def test_infeasible_design_names_closest_configuration_and_binding_slo(frontier:
     r = run_search(SearchProblem(spaces=(space,), frontier=frontier), ev).results[0]
     assert not r.meets_slo
     assert r.limited_by == "range"
-    assert r.closest is not None and r.closest["machines"] == 20  # the largest tried comes closest
+    assert r.closest is not None
+    assert r.closest["machines"] == 20
     assert r.closest["decided_by"] == "des"
-    assert r.shortfall is not None and r.shortfall["slo"] == "ttft_p90"
-    assert r.shortfall["margin"] < 0 and r.shortfall["over_limit"] > 0
+    assert r.shortfall is not None
+    assert r.shortfall["slo"] == "ttft_p90"
+    assert r.shortfall["margin"] < 0
+    assert r.shortfall["over_limit"] > 0
     doc = r.to_json()
-    assert doc["limited_by"] == "range" and doc["closest"]["machines"] == 20
+    assert doc["limited_by"] == "range"
+    assert doc["closest"]["machines"] == 20
 
 
 def test_feasible_optimum_on_the_edge_of_a_given_range_says_so() -> None:
     ev = FakeEvaluator()
     space = paper_space("splitwise-hh", prompt_range=(1, 14), token_range=(1, 39))
     r = run_search(SearchProblem(spaces=(space,)), ev).results[0]
-    assert r.meets_slo and r.prompt_machines == 14 and r.limited_by == "range"
+    assert r.meets_slo
+    assert r.prompt_machines == 14
+    assert r.limited_by == "range"
     inner = run_search(SearchProblem(spaces=(replace(space, prompt_range=(1, 39)),)), ev).results[0]
     assert inner.limited_by is None

@@ -50,7 +50,13 @@ def toml_files(path: Path) -> dict[str, str]:
 def steps(path: Path) -> list[tuple[list[str], str | None]]:
     """(argv after `splitplan`, file its stdout is redirected to) in document order."""
     out = []
-    for line in bash_lines(path):
+    lines: list[str] = []
+    for raw in bash_lines(path):  # a trailing backslash continues the command on the next line
+        if lines and lines[-1].endswith("\\"):
+            lines[-1] = lines[-1][:-1] + " " + raw
+        else:
+            lines.append(raw)
+    for line in lines:
         segment: list[str] = []
         for tok in [*shlex.split(line, comments=True), "&&"]:
             if tok not in (";", "&&", "||"):

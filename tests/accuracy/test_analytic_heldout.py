@@ -24,7 +24,13 @@ import numpy as np
 import pytest
 
 from splitplan.sim import calibrate as cal
-from splitplan.sim.analytic import CALIBRATION, Calibration, load_calibration
+from splitplan.sim.analytic import (
+    CALIBRATION,
+    CHUNKED_CALIBRATION,
+    Calibration,
+    load_calibration,
+    load_chunked_calibration,
+)
 
 pytestmark = pytest.mark.accuracy
 
@@ -76,6 +82,17 @@ def test_shipped_calibration_names_its_training_set() -> None:
     assert load_calibration() == CALIBRATION
 
 
+def test_shipped_chunked_calibration_names_its_fit() -> None:
+    """The chunked-prefill corrections live in the same file, with their own provenance."""
+    doc = tomllib.loads((cal.sim_data_dir() / cal.CALIBRATION_FILE).read_text())
+    prov = doc["chunked_provenance"]
+    assert prov["command"] == "python -m splitplan.sim.calibrate fit-chunked --write"
+    assert prov["training_set"] == "tests/golden/des_grids/chunked.npz"
+    assert prov["held_out_rates_rps"] and prov["date"]
+    assert {"in_sample", "held_out"} <= set(doc["chunked_scores"])
+    assert load_chunked_calibration() == CHUNKED_CALIBRATION
+
+
 def test_a_stale_or_incomplete_calibration_file_is_refused(tmp_path) -> None:
     from splitplan.errors import InputError
 
@@ -84,15 +101,11 @@ def test_a_stale_or_incomplete_calibration_file_is_refused(tmp_path) -> None:
     with pytest.raises(InputError, match="missing"):
         load_calibration(bad)
     with pytest.raises(InputError, match="finite number"):
-        Calibration(prompt_full_slack=float("nan"))
+        Calibration(join_fraction=float("nan"))
+    with pytest.raises(InputError, match="chunked_calibration"):
+        load_chunked_calibration(bad)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the stored sets predate per-pool instance memory and the per-instance NIC share of KV "
-    "transfers: cases with fp8 or partial-node instances now simulate differently (paper designs "
-    "are unchanged); rerun `python -m splitplan.sim.calibrate generate`, then `fit --write`",
-)
 def test_validation_set_still_describes_the_des(validation) -> None:
     """A few stored points, simulated again: same verdict and slowdowns (else regenerate)."""
     rng = np.random.default_rng(0)
@@ -120,6 +133,6 @@ def test_the_score_detects_a_bad_calibration(validation, held_out_score) -> None
     """The scoring is not vacuous: a calibration far off scores clearly worse."""
     from dataclasses import replace
 
-    off = replace(CALIBRATION, prompt_full_slack=3.0, join_fraction=4.0, baseline_jsq_spread=0.0)
+    off = replace(CALIBRATION, mixed_prompt_capacity=0.05, join_fraction=4.0, baseline_jsq_spread=0.0)
     worse = cal.score(validation, off, probe=True)
     assert worse.agreement < held_out_score.agreement - 0.01

@@ -712,7 +712,8 @@ BASELINE_FIELDS = ("baseline_jsq_spread", "baseline_jsq_sqrt")  # the only ones 
 
 def fit(train: DesSet, start, rounds: int = 2, log=print):
     """Coordinate search over the Calibration fields: each in turn, try a few multiples of its
-    value and keep the best for `objective` on the training set (ties keep the current value).
+    value and keep the best for `objective` on the training set (a gain of less than one point's
+    verdict plus one row's frontier keeps the current value).
 
     A candidate that fails more of the stored golden grids (`golden_failures`) than the start
     is refused. Baselines read only BASELINE_FIELDS and Splitwise cases only the others, so a
@@ -734,6 +735,11 @@ def fit(train: DesSet, start, rounds: int = 2, log=print):
 
     best = start
     parts = {k: counts(best, k) for k in kinds}
+    # a change must gain more than one training point's verdict and one row's frontier: less is
+    # within what a single DES run decides, not a better fit
+    resolution = 1.0 / max(sum(p[1] for p in parts.values()), 1) + 1.0 / max(
+        sum(p[3] for p in parts.values()), 1
+    )
     best_obj = total(parts)
     golden_allowed = len(golden_failures(best))  # never more golden failures than at the start
     log(f"start: objective {best_obj:.4f}, golden cases failing: {golden_allowed}")
@@ -749,7 +755,7 @@ def fit(train: DesSet, start, rounds: int = 2, log=print):
                     continue
                 trial = {**parts, kind: counts(cand, kind)}
                 obj = total(trial)
-                if obj > best_obj + 1e-9 and len(golden_failures(cand)) <= golden_allowed:
+                if obj > best_obj + resolution and len(golden_failures(cand)) <= golden_allowed:
                     best, best_obj, parts, improved = cand, obj, trial, True
                     log(f"round {r + 1}: {f.name} {cur} → {v}: objective {obj:.4f}")
                     cur = v

@@ -88,7 +88,8 @@ def test_shipped_chunked_calibration_names_its_fit() -> None:
     prov = doc["chunked_provenance"]
     assert prov["command"] == "python -m splitplan.sim.calibrate fit-chunked --write"
     assert prov["training_set"] == "tests/golden/des_grids/chunked.npz"
-    assert prov["held_out_rates_rps"] and prov["date"]
+    assert prov["held_out_rates_rps"]
+    assert prov["date"]
     assert {"in_sample", "held_out"} <= set(doc["chunked_scores"])
     assert load_chunked_calibration() == CHUNKED_CALIBRATION
 

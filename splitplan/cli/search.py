@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from splitplan.cli._common import ExportPlanOpt
+from splitplan.cli._common import ExportPlanOpt, interrupted
 
 
 class _LazyProgress:
@@ -288,8 +288,8 @@ def search_command(
         if storage is not None:
             kept.append(f"finished DES runs kept in {storage}; rerun the same command to resume")
         msg = "; ".join(kept) if kept else "nothing was kept (use --storage to make searches resumable)"
-        print(f"splitplan: search interrupted after {exc.des_evaluations} DES runs — {msg}", file=sys.stderr)
-        raise typer.Exit(130) from None
+        line = f"splitplan: search interrupted after {exc.des_evaluations} DES runs — {msg}"
+        raise interrupted(line) from None
     finally:
         progress.close()
     if save_request is not None:

@@ -4,10 +4,9 @@ One instance = TP GPUs of one type running one model shard each, with weights an
 their precisions. An iteration of n tokens (prompt tokens + decodes) costs, on the instance:
 
 - **linear layers**: 2 · active parameters FLOPs per token, at the precision's dense tensor peak ×
-  TP × an achievable efficiency η(n) = compute_eff · n / (n + gemm_half_tokens) — a GEMM with few
-  rows (tokens) reaches less of the peak than a large one — which a stack may also let fall past
-  `knee_tokens` (÷ (1 + knee_gain · x / (1 + x)), x = (n / knee_tokens)^knee_power: vLLM 2023
-  slows down on very large prefills; 0 gain for engines that do not);
+  TP × an achievable efficiency η = compute_eff · s / (s + gemm_half_elements), s = n · hidden / TP
+  the per-GPU shard of the iteration's activations — a GEMM with few rows (tokens) or a narrow
+  shard reaches less of the peak than a large one;
 - **weights read once** per iteration (experts hit, for a sparse model) at HBM bandwidth × TP ×
   weight_bw_eff; the linear layers take max(weight read, linear FLOPs) — a roofline per iteration;
 - **attention**: prefill FLOPs 2 · layers · heads · head_dim · Σ prompt² (causal QKᵀ and AV) at
@@ -17,7 +16,13 @@ their precisions. An iteration of n tokens (prompt tokens + decodes) costs, on t
 - **tensor-parallel all-reduces**: two per layer, message = tokens × hidden × 2 bytes, ring
   all-reduce over the node's GPU links: 2 (TP − 1) / TP × message / (intra_node_bytes_per_s ×
   link_bw_eff) plus the catalog's small-message latency × allreduce_latency_scale × (TP − 1) /
-  (node GPUs − 1) (a ring of TP GPUs has that share of the node ring's steps); none at TP 1;
+  (node GPUs − 1) (a ring of TP GPUs has that share of the node ring's steps); none at TP 1. A
+  stack may let the achieved link bandwidth fall once the ring's per-step chunk (message / TP =
+  the per-GPU shard s above) passes `knee_elements`: bandwidth ÷ (1 + knee_gain · x / (1 + x)),
+  x = (s / knee_elements)^knee_power. vLLM 2023 (the `splitwise-sim` stack) slows down on large
+  prefills by about the same time per token at every TP, setting in at the same per-GPU shard
+  size — a cost that scales as the all-reduce does, not as the sharded GEMMs; 0 gain for engines
+  that do not;
 - **host and launch overhead**: iteration_overhead_s + layers × layer_overhead_s per iteration,
   plus sequence_overhead_s per sequence in the batch (scheduling, sampling).
 
@@ -48,7 +53,8 @@ ACTIVATION_BYTES = 2.0
 
 # (lower, upper) of every stack parameter: what the physics allows. Efficiencies are fractions of a
 # catalog peak, so in (0, 1]; overheads non-negative and below what any engine shows; the
-# all-reduce latency scale within [0.2, 20] of the catalog's small-message estimate.
+# all-reduce latency scale within [0.2, 20] of the catalog's small-message estimate; the knee's
+# slowdown at most 5× (bandwidth stays a fraction of the link's).
 STACK_BOUNDS: dict[str, tuple[float, float]] = {
     "compute_eff": (0.05, 1.0),
     "gemm_half_elements": (1e3, 1e9),
@@ -60,7 +66,7 @@ STACK_BOUNDS: dict[str, tuple[float, float]] = {
     "iteration_overhead_s": (0.0, 0.2),
     "layer_overhead_s": (0.0, 1e-3),
     "sequence_overhead_s": (0.0, 1e-3),
-    "knee_tokens": (512.0, 1e6),
+    "knee_elements": (1e5, 1e10),
     "knee_gain": (0.0, 4.0),
     "knee_power": (0.5, 8.0),
 }
@@ -93,7 +99,7 @@ class StackParams:
     iteration_overhead_s: float = 2e-3
     layer_overhead_s: float = 2e-5
     sequence_overhead_s: float = 0.0
-    knee_tokens: float = 65536.0
+    knee_elements: float = 67108864.0
     knee_gain: float = 0.0
     knee_power: float = 2.0
 
@@ -165,14 +171,22 @@ class PhysicalPerfModel:
     def compute_efficiency(self, tokens: npt.ArrayLike) -> FloatArray:
         """η(n): achieved fraction of the dense peak by the linear layers of an n-token iteration."""
         p = self.params
+        size = self.shard_elements(tokens)
+        return np.asarray(p.compute_eff * size / (size + p.gemm_half_elements), dtype=np.float64)
+
+    def shard_elements(self, tokens: npt.ArrayLike) -> FloatArray:
+        """Per-GPU shard of an n-token iteration's activations: tokens × hidden / TP values — the
+        size the GEMMs' efficiency and the ring all-reduce's chunk depend on."""
         n = np.maximum(np.asarray(tokens, dtype=np.float64), 1.0)
-        # per-GPU GEMM size: tokens × the GPU's shard of the hidden width
-        size = n * self._shard_width
-        eta = p.compute_eff * size / (size + p.gemm_half_elements)
-        if p.knee_gain > 0:
-            x = (n / p.knee_tokens) ** p.knee_power
-            eta = eta / (1.0 + p.knee_gain * x / (1.0 + x))
-        return np.asarray(eta, dtype=np.float64)
+        return np.asarray(n * self._shard_width, dtype=np.float64)
+
+    def link_slowdown(self, tokens: npt.ArrayLike) -> FloatArray:
+        """Factor ≥ 1 by which the achieved all-reduce bandwidth falls past the stack's knee."""
+        p = self.params
+        if p.knee_gain <= 0:
+            return np.ones_like(np.asarray(tokens, dtype=np.float64))
+        x = (self.shard_elements(tokens) / p.knee_elements) ** p.knee_power
+        return np.asarray(1.0 + p.knee_gain * x / (1.0 + x), dtype=np.float64)
 
     def _core(self, n: FloatArray, sequences: FloatArray, attn_pairs: FloatArray) -> FloatArray:
         """Everything but the decode context term, without power cap."""
@@ -193,7 +207,11 @@ class PhysicalPerfModel:
     def allreduce_time_s(self, tokens: npt.ArrayLike) -> FloatArray:
         """The iteration's tensor-parallel communication: two all-reduces per layer (0 at TP 1)."""
         n = np.asarray(tokens, dtype=np.float64)
-        return np.asarray(self._ar_fixed_s + self._ar_s_per_token * n, dtype=np.float64)
+        if self._ar_s_per_token == 0.0:
+            return np.asarray(self._ar_fixed_s + 0.0 * n, dtype=np.float64)
+        return np.asarray(
+            self._ar_fixed_s + self._ar_s_per_token * n * self.link_slowdown(n), dtype=np.float64
+        )
 
     # -- the PerfModel protocol ----------------------------------------------------------------------
     def prompt_time_s(self, tokens: npt.ArrayLike, prompts: npt.ArrayLike = 1) -> FloatArray:

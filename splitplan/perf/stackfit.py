@@ -40,7 +40,7 @@ DEFAULT_FREE = (
     "iteration_overhead_s",
     "layer_overhead_s",
 )
-KNEE = ("knee_tokens", "knee_gain", "knee_power")
+KNEE = ("knee_elements", "knee_gain", "knee_power")
 
 
 def _bounds(name: str) -> tuple[float, float]:
@@ -164,13 +164,14 @@ def with_values(params: StackParams, **values: float) -> StackParams:
 
 
 # Refinements per (GPU type, model) move only what the engine, not the GPU, decides: host and
-# launch overheads, the large-prefill knee and the achieved compute fractions. Bandwidth
-# efficiencies and the all-reduce stay shared, so TP scaling comes from the physics.
+# launch overheads, the large-prefill knee (where the engine's all-reduce slows down, in per-GPU
+# shard elements) and the achieved compute fractions. Bandwidth efficiencies and the all-reduce's
+# link terms stay shared, so TP scaling comes from the physics.
 REFINE_FREE = (
     "iteration_overhead_s",
     "layer_overhead_s",
     "sequence_overhead_s",
-    "knee_tokens",
+    "knee_elements",
     "knee_gain",
     "knee_power",
     "compute_eff",

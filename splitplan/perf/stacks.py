@@ -101,7 +101,13 @@ def _params_from(d: object, where: str, base: dict[str, float] | None = None) ->
     known = set(StackParams.names())
     unknown = sorted(set(d) - known)
     if unknown:
-        raise InputError(f"{where}: unknown stack parameter(s) {', '.join(unknown)}")
+        hint = (
+            " (knee_tokens became knee_elements, in per-GPU shard elements = tokens × hidden / TP:"
+            " refit the stack with its command)"
+            if "knee_tokens" in unknown
+            else ""
+        )
+        raise InputError(f"{where}: unknown stack parameter(s) {', '.join(unknown)}{hint}")
     vals: dict[str, float] = dict(base or {})
     for k, v in d.items():
         if isinstance(v, bool) or not isinstance(v, int | float):

@@ -39,6 +39,7 @@ _REFERENCE_INTS = {
 }
 _INT_RE = r"^\s*\+?[0-9]{1,18}\s*$"
 _NEG_INT_RE = r"^\s*-[0-9]{1,18}\s*$"
+_BIG_INT_RE = r"^\s*\+?[0-9]{19,}\s*$"  # a whole number beyond int64 (and any token count)
 _FLOAT_RE = r"^\s*\+?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,3})?\s*$"
 _DATETIME_RE = r"^\s*[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?\s*$"
 MAX_LISTED_BAD_ROWS = 5
@@ -408,6 +409,7 @@ def _ints(
     if not good.all():
         values = _Values(arr)
         negative = _match(arr, _NEG_INT_RE)
+        huge = _match(arr, _BIG_INT_RE)
 
         def problem(i: int) -> str:
             v = values[i]
@@ -415,6 +417,8 @@ def _ints(
                 return f"{name} is empty"
             if negative[i]:
                 return f"{name} must be ≥ {low}, got {v.strip()}"
+            if huge[i]:
+                return f"{name} is too large: {_show(v)} has more than 18 digits"
             return f"{name} is not an integer: {_show(v)}"
 
         _note(bad, ok, lines, ~good, shown, problem)

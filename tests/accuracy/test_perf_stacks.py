@@ -69,16 +69,12 @@ def test_splitwise_sim_stack_tp8_in_sample(profile_csv) -> None:
 
 
 def test_splitwise_sim_stack_held_out_tp2_tp4(profile_csv) -> None:
-    """TP2/TP4 rows were never fitted: decode within 20 % per group; prefill within 35 %.
-
-    Prefill at TP2 is the known gap (docs/background.md): vLLM 2023's large-prefill slowdown, fitted
-    at TP8, is weaker at TP2 in the table than the model carries over.
-    """
+    """TP2/TP4 rows were never fitted: prefill and decode within 20 % per group (issue's target)."""
     for tp in (2, 4):
         res = check_measurements(profile_csv, "splitwise-sim", tensor_parallel=tp)
         assert res.rows_dropped == (30 if tp == 2 else 0)
         for g in res.groups:
-            assert g.mape <= (20.0 if g.phase == "token" else 35.0), g
+            assert g.mape <= 20.0, g
 
 
 @pytest.mark.parametrize("stack", ["kernels", "tensorrt-llm", "splitwise-sim"])

@@ -389,7 +389,7 @@ def cases(tmp: Path) -> list[Case]:
         ("heatmap huge grid", ["heatmap", "--prompt-range", "1:100000", "--token-range", "1:100000"]),
         ("heatmap --engine bogus", [*heat, "--engine", "bogus"]),
         ("heatmap --jobs 0", [*heat, "--engine", "des", "--jobs", "0"]),
-        ("heatmap --jobs with analytic", [*heat, "--jobs", "2"]),
+        ("heatmap --jobs with analytic", [*heat, "--engine", "analytic", "--jobs", "2"]),
         ("heatmap --sample-size with des", [*heat, "--engine", "des", "--sample-size", "50"]),
         ("heatmap --sample-size 3", [*heat, "--sample-size", "3"]),
         ("heatmap --trace with --rate", [*heat[:6], "--rate", "5", "--trace", str(f["good_trace"])]),

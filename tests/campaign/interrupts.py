@@ -48,6 +48,8 @@ def one(seed: int, tmp: Path) -> str:
         p.kill()
         return "hang"
     lines = [ln for ln in err.splitlines() if ln.strip()]
+    if os.environ.get("SHOW_FAILURES") and ("Traceback" in err or p.returncode != 130 or len(lines) != 1):
+        print(f"--- seed {seed} ({sig.name}) exit {p.returncode}:\n{err}", file=sys.stderr)
     if "Traceback" in err:
         return "traceback"
     if p.returncode == 0:

@@ -80,6 +80,10 @@ def memory_tables(scenario: Scenario, config: ClusterConfig) -> tuple[np.ndarray
     return caps, weights, kv[0]
 
 
+def _gb(value_gb: float) -> str:
+    return f"{value_gb:,.0f}" if value_gb >= 100 else f"{value_gb:.3g}"
+
+
 def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
     """Simulate one configuration on the scenario's workload, request by request.
 
@@ -98,10 +102,19 @@ def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
     worst = int(np.argmax(kvp + kvt))
     for c, machine in enumerate((design.prompt, design.token)[: 1 if design.is_baseline else 2]):
         if float(weights[c] + kvp[worst] + kvt[worst]) > caps[c]:
+            # Name what outgrows the memory: the prompt itself, or the context the request reaches
+            # at its last output token.
+            left_gb = max(0.0, float(caps[c] - weights[c])) / 1e9
+            need_gb = float(kvp[worst] + kvt[worst]) / 1e9
+            what = (
+                f"a request of {int(p[worst]):,} prompt tokens"
+                if float(weights[c] + kvp[worst]) > caps[c]
+                else f"a request of {int(p[worst]):,} prompt and {int(otok[worst]) + 1:,} output tokens"
+            )
             raise InputError(
-                f"a request of {int(p[worst])} prompt tokens needs more KV memory than an instance of "
-                f"{machine.name} has left after the weights of {scenario.model.name}: use a larger "
-                "tensor parallelism, an fp8 KV cache or a GPU with more memory"
+                f"{what} needs {_gb(need_gb)} GB of KV cache, more than the {_gb(left_gb)} GB an "
+                f"instance of {machine.name} has left after the weights of {scenario.model.name}: use "
+                "a larger tensor parallelism, an fp8 KV cache or a GPU with more memory"
             )
     chunked = design.policy is BatchPolicy.CHUNKED
     n_tokens = int(max(p.max(), sim.max_batch_tokens, sim.chunk_tokens if chunked else 0))

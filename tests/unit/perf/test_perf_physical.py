@@ -187,6 +187,27 @@ def test_tp1_has_no_all_reduce_and_tp8_has_two_per_layer() -> None:
     assert eight.allreduce_time_s(1000.0) == pytest.approx(want)
 
 
+def test_large_prefill_knee_is_in_the_all_reduce_at_one_per_gpu_shard_size() -> None:
+    """The knee slows the all-reduce, not the GEMMs, and sets in at one per-GPU shard size (tokens
+    × hidden / TP): TP2 at n tokens is as far past it as TP8 at 4n. Without a knee, none."""
+    p = load_stack("splitwise-sim").params_for("a100-80gb", "llama2-70b")
+    assert p.knee_gain > 0
+    tp2 = PhysicalPerfModel(get_model("llama2-70b"), machine("dgx-a100", 2), p)
+    tp8 = PhysicalPerfModel(get_model("llama2-70b"), machine("dgx-a100", 8), p)
+    n = np.array([256.0, 1024.0, 4096.0, 16384.0])
+    np.testing.assert_allclose(tp2.link_slowdown(n), tp8.link_slowdown(4 * n), rtol=1e-12)
+    slow = tp8.link_slowdown(np.geomspace(1, 1e6, 50))
+    assert np.all(np.diff(slow) >= 0)
+    assert slow[0] >= 1.0
+    assert slow[-1] <= 1.0 + p.knee_gain
+    assert 0.0 < p.link_bw_eff / slow[-1] <= 1.0  # the achieved link fraction stays a fraction
+    no_knee = dataclasses.replace(p, knee_gain=0.0)
+    flat = PhysicalPerfModel(get_model("llama2-70b"), machine("dgx-a100", 8), no_knee)
+    np.testing.assert_allclose(flat.compute_efficiency(n), tp8.compute_efficiency(n), rtol=1e-12)
+    assert np.all(tp8.allreduce_time_s(n) > flat.allreduce_time_s(n))
+    np.testing.assert_allclose(flat.link_slowdown(n), 1.0)
+
+
 def test_static_batch_closed_form_equals_the_sum_of_iterations() -> None:
     pm = model_for("tensorrt-llm", "llama2-70b", machine(tp=4))
     b, p, out = np.array([64.0, 8.0]), np.array([128.0, 2048.0]), np.array([128.0, 5.0])

@@ -152,3 +152,23 @@ def test_prompt_iterations_are_timed_by_their_prompt_count(tmp_path, curves, pai
     # iteration, the last runs alone on 300 tokens
     expected = [0.010, 0.010 + pair_s, 0.010 + pair_s, lone_s]
     np.testing.assert_allclose(res.per_request.ttft_s, expected, rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "output", "names"),
+    [
+        (3_000_000, 10, "a request of 3,000,000 prompt tokens needs"),
+        (100, 10**12, "a request of 100 prompt and 1,000,000,000,000 output tokens needs"),
+    ],
+)
+def test_a_request_too_large_for_memory_is_named_by_what_outgrows_it(prompt, output, names):
+    from splitplan.errors import InputError
+
+    wl = Workload(arrival_s=np.zeros(1), prompt_tokens=np.array([prompt]), output_tokens=np.array([output]))
+    cfg = ClusterConfig(design=get_design("splitwise-hh"), prompt_machines=2, token_machines=2)
+    with pytest.raises(InputError) as exc:
+        simulate_des(cfg, scenario(wl))
+    msg = str(exc.value)
+    assert msg.startswith(names)
+    assert "GB of KV cache, more than the" in msg
+    assert "dgx-h100" in msg

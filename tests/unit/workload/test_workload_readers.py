@@ -61,6 +61,7 @@ def test_column_order_free_and_blank_lines(tmp_path: Path) -> None:
         ("2,2,0,1.0,1,-5,6", 4, "prompt_size must be ≥ 1, got -5"),
         ("2,2,0,1.0,1,5,0", 4, "token_size must be ≥ 1, got 0"),
         ("2,2,0,1.0,1,5,6.5", 4, "token_size is not an integer"),
+        ("2,2,0,1.0,1,1000000000000000000000000000000,6", 4, "prompt_size is too large"),
         ("2,2,0,1.0,1,,6", 4, "prompt_size is empty"),
         ("2,2,0", 4, "expected 7 columns, found 3"),
         ("2,2,0,0.1,1,5,6", 4, "arrival_timestamp goes backwards"),

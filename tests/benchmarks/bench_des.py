@@ -57,8 +57,8 @@ def main() -> None:
             ratio = float(row["wall_s"]) / ours
             ratios.append(ratio)
             print(
-                f"{row['run_name']:18s} {ours * 1000:8.1f} {cpu * 1000:8.1f} {wl.n / ours:10.0f} {float(row['wall_s']):7.2f} "
-                f"{ratio:8.0f}x"
+                f"{row['run_name']:18s} {ours * 1000:8.1f} {cpu * 1000:8.1f} {wl.n / ours:10.0f} "
+                f"{float(row['wall_s']):7.2f} {ratio:8.0f}x"
             )
     print(f"median speed-up vs the reference: {statistics.median(ratios):.0f}x (min {min(ratios):.0f}x)")
     conv = make_workload("conversation", rate_rps=70, duration_s=120, seed=0)

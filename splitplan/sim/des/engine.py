@@ -62,93 +62,84 @@ _N_POOLS = 3
 
 
 @nb.njit(cache=True)
-def _tree_build(key, win, off, size):
-    # the winners of the internal nodes of the tree at key/win[off : off + size] from its leaves
+def _tree_build(v, ix, off, size):
+    # internal nodes of the tree stored at v[off : off + 2·size] from its leaves
     for node in range(size - 1, 0, -1):
-        lc = 2 * node
-        if lc >= size:
-            wl = lc - size
-            wr = wl + 1
+        lc = off + 2 * node
+        if v[lc] <= v[lc + 1]:
+            v[off + node] = v[lc]
+            ix[off + node] = ix[lc]
         else:
-            wl = win[off + lc]
-            wr = win[off + lc + 1]
-        win[off + node] = wl if key[off + wl] <= key[off + wr] else wr
+            v[off + node] = v[lc + 1]
+            ix[off + node] = ix[lc + 1]
 
 
 @nb.njit(cache=True)
 def _tree_new(n_trees, size):
-    # n_trees tournament trees of `size` leaves (a power of two ≥ 2), every key INF. Tree k keeps
-    # its leaves' keys at key[k·size + j] and the winning leaf of internal node i (1 ≤ i < size;
-    # node i's children are 2i and 2i + 1, nodes ≥ size are the leaves) at win[k·size + i]: the
-    # keys are dense per machine and the winners 32-bit, so the trees of thousands of machines stay
-    # in the core's own cache (a value and an index per node took 5× the memory).
-    key = np.full(n_trees * size, INF)
-    win = np.zeros(n_trees * size, np.int32)
+    # n_trees tournament trees of `size` leaves (a power of two), every leaf INF
+    v = np.full(n_trees * 2 * size, INF)
+    ix = np.zeros(n_trees * 2 * size, np.int64)
     for k in range(n_trees):
-        _tree_build(key, win, k * size, size)
-    return key, win
+        off = k * 2 * size
+        for j in range(size):
+            ix[off + size + j] = j
+        _tree_build(v, ix, off, size)
+    return v, ix
 
 
 @nb.njit(cache=True)
-def _tree_set(key, win, off, size, j, value):
-    # leaf j := value; climb while a node's winner changes or is j (whose key changed); the left
-    # child wins ties, so a node's winner is its subtree's lowest-index least key
-    key[off + j] = value
-    node = (size + j) >> 1
+def _tree_set(v, ix, off, size, j, value):
+    # leaf j := value; climb while the winner of a node changes (left wins ties: lowest index)
+    node = size + j
+    v[off + node] = value
+    node >>= 1
     while node >= 1:
-        lc = 2 * node
-        if lc >= size:
-            wl = lc - size
-            wr = wl + 1
+        lc = off + 2 * node
+        if v[lc] <= v[lc + 1]:
+            nv = v[lc]
+            ni = ix[lc]
         else:
-            wl = win[off + lc]
-            wr = win[off + lc + 1]
-        nw = wl if key[off + wl] <= key[off + wr] else wr
+            nv = v[lc + 1]
+            ni = ix[lc + 1]
         o = off + node
-        if win[o] == nw and nw != j:
+        if v[o] == nv and ix[o] == ni:
             break
-        win[o] = nw
+        v[o] = nv
+        ix[o] = ni
         node >>= 1
 
 
 @nb.njit(cache=True)
-def _tree_top(key, win, off):
-    # the tree's least key (INF: none) and its lowest-index leaf
-    w = win[off + 1]
-    return key[off + w], w
-
-
-@nb.njit(cache=True)
-def _tree_grow(key, win, size, used):
+def _tree_grow(v, ix, size, used):
     # one tree with twice the leaves, the first `used` copied
-    nk, nw = _tree_new(1, 2 * size)
+    nv, nix = _tree_new(1, 2 * size)
     for j in range(used):
-        nk[j] = key[j]
-    _tree_build(nk, nw, 0, 2 * size)
-    return nk, nw
+        nv[2 * size + j] = v[size + j]
+    _tree_build(nv, nix, 0, 2 * size)
+    return nv, nix
 
 
 @nb.njit(cache=True)
-def _pool_min(key, win, pl, size):
+def _pool_min(v, ix, pl, size):
     # lowest-index machine of pool pl with the least key (-1: pool empty)
-    v, w = _tree_top(key, win, pl * size)
-    if v == INF:
+    o = pl * 2 * size + 1
+    if v[o] == INF:
         return -1
-    return w
+    return ix[o]
 
 
 @nb.njit(cache=True)
-def _any_min(key, win, size):
+def _any_min(v, ix, size):
     # lowest-index machine with the least key over all pools
     best = -1
     bv = INF
     for pl in range(_N_POOLS):
-        v, w = _tree_top(key, win, pl * size)
-        if v == INF:
+        o = pl * 2 * size + 1
+        if v[o] == INF:
             continue
-        if best < 0 or v < bv or (v == bv and w < best):
-            best = w
-            bv = v
+        if best < 0 or v[o] < bv or (v[o] == bv and ix[o] < best):
+            best = ix[o]
+            bv = v[o]
     return best
 
 
@@ -507,15 +498,16 @@ def simulate_kernel(
         mint[m, I_POOL] = tag[m]
     # ---- tournament trees (module docstring): next run end per machine; per pool, the machines'
     # pending tokens (pt) and committed memory (mt), INF for machines outside the pool
-    S = 2
+    S = 1
     while S < M:
         S *= 2
+    S2 = 2 * S
     rt_v, rt_i = _tree_new(1, S)
     pt_v, pt_i = _tree_new(_N_POOLS, S)
     mt_v, mt_i = _tree_new(_N_POOLS, S)
     for m in range(M):
-        _tree_set(pt_v, pt_i, mint[m, I_POOL] * S, S, m, mf[m, F_SCHED_PEND])
-        _tree_set(mt_v, mt_i, mint[m, I_POOL] * S, S, m, mf[m, F_SCHED_MEM])
+        _tree_set(pt_v, pt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_PEND])
+        _tree_set(mt_v, mt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_MEM])
     SX = 64  # transfer slots in the transfer tree (doubles when full)
     xt_v, xt_i = _tree_new(1, SX)
     newb = np.empty(max_batch, np.int64)
@@ -550,8 +542,10 @@ def simulate_kernel(
             break
         # ---- next event
         t_arr = arr[next_arr] if next_arr < n else INF
-        t_m, mi = _tree_top(rt_v, rt_i, 0)
-        t_x, xi = _tree_top(xt_v, xt_i, 0)
+        t_m = rt_v[1]
+        mi = rt_i[1] if t_m < INF else -1
+        t_x = xt_v[1]
+        xi = xt_i[1] if t_x < INF else -1
         if t_x == INF and t_m == INF and t_arr == INF:
             break
         events += 1
@@ -581,15 +575,15 @@ def simulate_kernel(
             _tree_set(xt_v, xt_i, 0, SX, xf_n, INF)
             mf[a, F_MEM] -= rf[r, Q_KVP]
             mf[a, F_SCHED_MEM] -= rf[r, Q_KVP]
-            _tree_set(mt_v, mt_i, mint[a, I_POOL] * S, S, a, mf[a, F_SCHED_MEM])
+            _tree_set(mt_v, mt_i, mint[a, I_POOL] * S2, S, a, mf[a, F_SCHED_MEM])
             if rq[r, R_OTOK] == 0:
                 e2e[r] = t - arr[r]
                 rq[r, R_STAGE] = S_DONE
                 mf[b, F_MEM] -= rf[r, Q_KVP]
                 mf[b, F_SCHED_MEM] -= rf[r, Q_KVP]
                 mf[b, F_SCHED_PEND] -= 1.0
-                _tree_set(mt_v, mt_i, mint[b, I_POOL] * S, S, b, mf[b, F_SCHED_MEM])
-                _tree_set(pt_v, pt_i, mint[b, I_POOL] * S, S, b, mf[b, F_SCHED_PEND])
+                _tree_set(mt_v, mt_i, mint[b, I_POOL] * S2, S, b, mf[b, F_SCHED_MEM])
+                _tree_set(pt_v, pt_i, mint[b, I_POOL] * S2, S, b, mf[b, F_SCHED_PEND])
                 wake = b
             else:
                 rq[r, R_STAGE] = S_TWAIT
@@ -681,9 +675,9 @@ def simulate_kernel(
                         keep += 1
             if status != STATUS_OK:
                 break
-            _tree_set(pt_v, pt_i, mint[m, I_POOL] * S, S, m, mf[m, F_SCHED_PEND])
+            _tree_set(pt_v, pt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_PEND])
             if not baseline:  # baselines choose by pending tokens only
-                _tree_set(mt_v, mt_i, mint[m, I_POOL] * S, S, m, mf[m, F_SCHED_MEM])
+                _tree_set(mt_v, mt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_MEM])
             mint[m, I_BATCH_N] = keep
             mf[m, F_RUN_END] = INF  # the iteration started below sets it (and its tree leaf) again
             # fall through to start the next iteration on m
@@ -698,7 +692,7 @@ def simulate_kernel(
                 rq[r, R_TM] = best
                 mf[best, F_SCHED_PEND] += rq[r, R_P] + 1.0
                 mf[best, F_SCHED_MEM] += rf[r, Q_KVP] + rf[r, Q_KVT]
-                _tree_set(pt_v, pt_i, mint[best, I_POOL] * S, S, best, mf[best, F_SCHED_PEND])
+                _tree_set(pt_v, pt_i, mint[best, I_POOL] * S2, S, best, mf[best, F_SCHED_PEND])
             else:
                 need_t = rf[r, Q_KVP] + rf[r, Q_KVT]
                 a = -1
@@ -718,21 +712,21 @@ def simulate_kernel(
                 if a < 0:
                     best = _pool_min(pt_v, pt_i, P_TOKEN, S)
                     if best >= 0:
-                        _tree_set(pt_v, pt_i, P_TOKEN * S, S, best, INF)
-                        _tree_set(mt_v, mt_i, P_TOKEN * S, S, best, INF)
+                        _tree_set(pt_v, pt_i, P_TOKEN * S2, S, best, INF)
+                        _tree_set(mt_v, mt_i, P_TOKEN * S2, S, best, INF)
                         mint[best, I_POOL] = P_MIXED
-                        _tree_set(pt_v, pt_i, P_MIXED * S, S, best, mf[best, F_SCHED_PEND])
-                        _tree_set(mt_v, mt_i, P_MIXED * S, S, best, mf[best, F_SCHED_MEM])
+                        _tree_set(pt_v, pt_i, P_MIXED * S2, S, best, mf[best, F_SCHED_PEND])
+                        _tree_set(mt_v, mt_i, P_MIXED * S2, S, best, mf[best, F_SCHED_MEM])
                         pool_moves += 1
                         a = best
                 if b < 0:
                     best = _pool_min(mt_v, mt_i, P_PROMPT, S)
                     if best >= 0:
-                        _tree_set(pt_v, pt_i, P_PROMPT * S, S, best, INF)
-                        _tree_set(mt_v, mt_i, P_PROMPT * S, S, best, INF)
+                        _tree_set(pt_v, pt_i, P_PROMPT * S2, S, best, INF)
+                        _tree_set(mt_v, mt_i, P_PROMPT * S2, S, best, INF)
                         mint[best, I_POOL] = P_MIXED
-                        _tree_set(pt_v, pt_i, P_MIXED * S, S, best, mf[best, F_SCHED_PEND])
-                        _tree_set(mt_v, mt_i, P_MIXED * S, S, best, mf[best, F_SCHED_MEM])
+                        _tree_set(pt_v, pt_i, P_MIXED * S2, S, best, mf[best, F_SCHED_PEND])
+                        _tree_set(mt_v, mt_i, P_MIXED * S2, S, best, mf[best, F_SCHED_MEM])
                         pool_moves += 1
                         b = best
                 if a < 0 or b < 0:
@@ -748,11 +742,11 @@ def simulate_kernel(
                     mf[a, F_SCHED_MEM] += need_t
                 mf[a, F_SCHED_PEND] += rq[r, R_P]
                 mf[b, F_SCHED_PEND] += 1.0
-                _tree_set(pt_v, pt_i, mint[a, I_POOL] * S, S, a, mf[a, F_SCHED_PEND])
-                _tree_set(mt_v, mt_i, mint[a, I_POOL] * S, S, a, mf[a, F_SCHED_MEM])
+                _tree_set(pt_v, pt_i, mint[a, I_POOL] * S2, S, a, mf[a, F_SCHED_PEND])
+                _tree_set(mt_v, mt_i, mint[a, I_POOL] * S2, S, a, mf[a, F_SCHED_MEM])
                 if b != a:
-                    _tree_set(pt_v, pt_i, mint[b, I_POOL] * S, S, b, mf[b, F_SCHED_PEND])
-                    _tree_set(mt_v, mt_i, mint[b, I_POOL] * S, S, b, mf[b, F_SCHED_MEM])
+                    _tree_set(pt_v, pt_i, mint[b, I_POOL] * S2, S, b, mf[b, F_SCHED_PEND])
+                    _tree_set(mt_v, mt_i, mint[b, I_POOL] * S2, S, b, mf[b, F_SCHED_MEM])
             m = rq[r, R_PM]
             rq[r, R_STAGE] = S_PWAIT
             if mint[m, I_WAIT_N] >= wait_cap:
@@ -825,11 +819,11 @@ def simulate_kernel(
                 and mint[m, I_POOL] == P_MIXED
                 and tag[m] != P_MIXED
             ):
-                _tree_set(pt_v, pt_i, P_MIXED * S, S, m, INF)
-                _tree_set(mt_v, mt_i, P_MIXED * S, S, m, INF)
+                _tree_set(pt_v, pt_i, P_MIXED * S2, S, m, INF)
+                _tree_set(mt_v, mt_i, P_MIXED * S2, S, m, INF)
                 mint[m, I_POOL] = tag[m]
-                _tree_set(pt_v, pt_i, mint[m, I_POOL] * S, S, m, mf[m, F_SCHED_PEND])
-                _tree_set(mt_v, mt_i, mint[m, I_POOL] * S, S, m, mf[m, F_SCHED_MEM])
+                _tree_set(pt_v, pt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_PEND])
+                _tree_set(mt_v, mt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_MEM])
             continue
         c = cls[m]
         capm = cap[c]
@@ -990,11 +984,11 @@ def simulate_kernel(
             mf[m, F_RUN_END] = INF
             _tree_set(rt_v, rt_i, 0, S, m, INF)
             if mint[m, I_WAIT_N] == 0 and mint[m, I_POOL] == P_MIXED and tag[m] != P_MIXED:
-                _tree_set(pt_v, pt_i, P_MIXED * S, S, m, INF)
-                _tree_set(mt_v, mt_i, P_MIXED * S, S, m, INF)
+                _tree_set(pt_v, pt_i, P_MIXED * S2, S, m, INF)
+                _tree_set(mt_v, mt_i, P_MIXED * S2, S, m, INF)
                 mint[m, I_POOL] = tag[m]
-                _tree_set(pt_v, pt_i, mint[m, I_POOL] * S, S, m, mf[m, F_SCHED_PEND])
-                _tree_set(mt_v, mt_i, mint[m, I_POOL] * S, S, m, mf[m, F_SCHED_MEM])
+                _tree_set(pt_v, pt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_PEND])
+                _tree_set(mt_v, mt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_MEM])
             continue
         d = _iteration_time(c, bt, nbn - nprompt, nprompt, ctx, ptab, ttab, tctx, mtab, mctx)
         kk = 1 if nprompt > 0 else kmin

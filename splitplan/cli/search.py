@@ -109,7 +109,12 @@ def search_command(
     power_budget_kw: Annotated[float | None, typer.Option(help="Provisioned power budget, kW.")] = None,
     cost_budget_usd_per_h: Annotated[float | None, typer.Option(help="Cost budget, $/h.")] = None,
     budget: Annotated[str | None, typer.Option(help="iso-power or iso-cost (40 DGX-H100).")] = None,
-    max_machines: Annotated[int | None, typer.Option(help="Cap on machines per pool.")] = None,
+    max_machines: Annotated[
+        int | None,
+        typer.Option(
+            help="Top of every pool's count range (raises or lowers it). Default: sized from the load."
+        ),
+    ] = None,
     engine: Annotated[str, typer.Option(help="hybrid (default), analytic, or des (exhaustive).")] = "hybrid",
     method: Annotated[str, typer.Option(help="auto, grid or optuna.")] = "auto",
     trials: Annotated[int, typer.Option(help="Optuna trials per design.")] = 200,

@@ -1,3 +1,3 @@
-from splitplan.cli import run
+from splitplan._entry import run
 
 run()

@@ -33,3 +33,7 @@ class ModelDoesNotFitError(InputError):
 
 class InfeasibleError(SplitplanError):
     """No configuration of the design(s) meets every SLO, so there is nothing to deploy."""
+
+
+INTERRUPTED_EXIT = 130  # the shell's code for a run stopped by SIGINT (SIGTERM takes the same path)
+NOTHING_WRITTEN_LINE = "splitplan: interrupted; no output file was written"

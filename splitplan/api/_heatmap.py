@@ -324,6 +324,7 @@ def heatmap(
                 rate_rps=float(scenario.workload.rate_rps),
                 engine=eng,
                 band=band,
+                frontier=False,  # a heatmap shows every point of its grid
             )
             outcomes.append(run_search(problem, evaluator, runner=runner, store=store, progress=relay))
     finally:

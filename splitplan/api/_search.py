@@ -260,6 +260,7 @@ def build_spaces(req: SearchRequest, notes: list[str] | None = None) -> tuple[De
                 token=token,
                 prompt_range=pr or _scaled_default(default, prompt),
                 token_range=tr or _scaled_default(default, token),
+                auto_range=cap is None and pr is None and tr is None,
             )
         )
     if not spaces:

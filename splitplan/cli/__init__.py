@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
@@ -13,6 +14,9 @@ except ImportError:  # pragma: no cover
     from click import exceptions as click_exceptions  # type: ignore[no-redef]
 
 from splitplan._version import __version__
+from splitplan.cli._common import forget_interrupt_line, interrupt_line_said
+from splitplan.errors import INTERRUPTED_EXIT as INTERRUPTED
+from splitplan.errors import NOTHING_WRITTEN_LINE as _NOTHING_WRITTEN
 from splitplan.errors import InfeasibleError, SplitplanError
 
 app = typer.Typer(
@@ -130,31 +134,38 @@ def _interrupted_by(exc: BaseException) -> bool:
     return False
 
 
-INTERRUPTED = 130
-
-
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: one line on stderr and exit 2 for bad input, never a traceback.
 
     SIGTERM (a scheduler stopping the job) takes the same path as Ctrl-C: finished work is kept
     and the exit status is 130.
     """
-    from splitplan.sim.des import sigterm_raises_keyboard_interrupt
+    try:
+        from splitplan.sim.des import sigterm_raises_keyboard_interrupt
 
-    with sigterm_raises_keyboard_interrupt():
-        return _main(argv)
+        with sigterm_raises_keyboard_interrupt():
+            return _main(argv)
+    except KeyboardInterrupt:  # while the simulator's modules import, before a command runs
+        print(_NOTHING_WRITTEN, file=sys.stderr)
+        return INTERRUPTED
 
 
 def _main(argv: list[str] | None) -> int:
+    forget_interrupt_line()
     try:
         args = _catalog_first(list(sys.argv[1:] if argv is None else argv))
         rv = app(args=args, standalone_mode=False)
+        if rv == INTERRUPTED and not interrupt_line_said():
+            # typer answers a KeyboardInterrupt inside a command with a silent exit 130
+            print(_NOTHING_WRITTEN, file=sys.stderr)
         if isinstance(rv, int):  # a command's own exit code (e.g. 130 after Ctrl-C kept partial work)
             return rv
     except typer.Exit as exc:
+        if exc.exit_code == INTERRUPTED and not interrupt_line_said():
+            print(_NOTHING_WRITTEN, file=sys.stderr)
         return int(exc.exit_code or 0)
     except (typer.Abort, KeyboardInterrupt):
-        print("splitplan: interrupted; no output file was written", file=sys.stderr)
+        print(_NOTHING_WRITTEN, file=sys.stderr)
         return INTERRUPTED
     except click_exceptions.NoArgsIsHelpError as exc:
         print(exc.format_message() if hasattr(exc, "format_message") else "", file=sys.stderr)
@@ -179,7 +190,7 @@ def _main(argv: list[str] | None) -> int:
         return 2
     except SystemError as exc:
         if _interrupted_by(exc):
-            print("splitplan: interrupted; no output file was written", file=sys.stderr)
+            print(_NOTHING_WRITTEN, file=sys.stderr)
             return INTERRUPTED
         raise
     return 0
@@ -191,4 +202,13 @@ def _one_line(exc: BaseException) -> str:
 
 
 def run() -> None:  # pragma: no cover - console script shim
-    sys.exit(main())
+    code = main()
+    if code == INTERRUPTED:
+        # The run has kept its work and said so. Skip interpreter finalization: a library that
+        # saw the KeyboardInterrupt inside its own compiled code can make CPython report the exit
+        # as killed-by-SIGINT (-2) instead of 130, and a worker thread still stopping must not hold
+        # the exit.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

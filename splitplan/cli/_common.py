@@ -9,6 +9,35 @@ from typing import Annotated, Any
 
 import typer
 
+from splitplan.errors import INTERRUPTED_EXIT
+
+
+class _InterruptLine:
+    """Whether the running command has already told the user what its interrupted run kept.
+
+    typer turns a KeyboardInterrupt anywhere in a command into a bare exit 130 with nothing said;
+    the entry point then prints the generic line, unless the command printed its own (`interrupted`).
+    """
+
+    said = False
+
+
+def interrupted(message: str) -> typer.Exit:
+    """Print the one line of an interrupted command (what was kept, how to resume) and return the
+    exit to raise."""
+    print(message, file=sys.stderr)
+    _InterruptLine.said = True
+    return typer.Exit(INTERRUPTED_EXIT)
+
+
+def interrupt_line_said() -> bool:
+    return _InterruptLine.said
+
+
+def forget_interrupt_line() -> None:
+    """At the start of each command run (the CLI can be called many times in one process)."""
+    _InterruptLine.said = False
+
 
 def print_json(doc: Any) -> None:
     json.dump(doc, sys.stdout, indent=2, allow_nan=False)

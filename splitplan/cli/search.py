@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from splitplan.cli._common import ExportPlanOpt
+from splitplan.cli._common import ExportPlanOpt, interrupted
 
 
 class _LazyProgress:
@@ -109,7 +109,12 @@ def search_command(
     power_budget_kw: Annotated[float | None, typer.Option(help="Provisioned power budget, kW.")] = None,
     cost_budget_usd_per_h: Annotated[float | None, typer.Option(help="Cost budget, $/h.")] = None,
     budget: Annotated[str | None, typer.Option(help="iso-power or iso-cost (40 DGX-H100).")] = None,
-    max_machines: Annotated[int | None, typer.Option(help="Cap on machines per pool.")] = None,
+    max_machines: Annotated[
+        int | None,
+        typer.Option(
+            help="Top of every pool's count range (raises or lowers it). Default: sized from the load."
+        ),
+    ] = None,
     engine: Annotated[str, typer.Option(help="hybrid (default), analytic, or des (exhaustive).")] = "hybrid",
     method: Annotated[str, typer.Option(help="auto, grid or optuna.")] = "auto",
     trials: Annotated[int, typer.Option(help="Optuna trials per design.")] = 200,
@@ -288,8 +293,8 @@ def search_command(
         if storage is not None:
             kept.append(f"finished DES runs kept in {storage}; rerun the same command to resume")
         msg = "; ".join(kept) if kept else "nothing was kept (use --storage to make searches resumable)"
-        print(f"splitplan: search interrupted after {exc.des_evaluations} DES runs — {msg}", file=sys.stderr)
-        raise typer.Exit(130) from None
+        line = f"splitplan: search interrupted after {exc.des_evaluations} DES runs — {msg}"
+        raise interrupted(line) from None
     finally:
         progress.close()
     if save_request is not None:

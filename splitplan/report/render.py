@@ -110,9 +110,11 @@ def search_table(outcome: SearchOutcome) -> Any:
                 fmt(r.cost_usd_per_h, ",.0f"),
                 fmt(r.power_kw, ".1f"),
                 fmt(r.rate_rps, ".1f"),
-                (r.binding_slo or "—") if r.meets_slo else "—",
+                (r.binding_slo or "—") if r.meets_slo else _short_slo(r),
                 fmt(None if r.headroom is None else 100 * r.headroom, "+.1f")
-                + ("%" if r.headroom is not None and r.meets_slo else ""),
+                + ("%" if r.headroom is not None and r.meets_slo else "")
+                if r.meets_slo
+                else _short_margin(r),
                 (r.verified_by or "—") + (f"×{r.des_evaluations}" if r.des_evaluations else ""),
             ]
         )
@@ -131,15 +133,53 @@ def search_table(outcome: SearchOutcome) -> Any:
     return make_table(title, columns, rows, right_from=first_number, no_wrap=tuple(range(len(columns))))
 
 
+def _short_slo(r: DesignResult) -> str:
+    """An infeasible row's binding cell: the SLO its closest configuration misses."""
+    return str((r.shortfall or {}).get("slo") or "—")
+
+
+def _short_margin(r: DesignResult) -> str:
+    """An infeasible row's headroom cell: the closest configuration's (negative) margin."""
+    sf = r.shortfall or {}
+    if sf.get("unstable"):
+        return "overload"
+    m = sf.get("margin")
+    return "—" if m is None else f"{100 * float(m):+.1f}%"  # type: ignore[arg-type]
+
+
+_LIMIT_HINT = {
+    "range": "the count range (raise --max-machines or widen --prompt-range/--token-range)",
+    "budget": "the budget (points that pass cost or draw more than it allows)",
+    "memory": "memory (the exhaustive grid would not fit; use the hybrid engine)",
+}
+
+
+def infeasible_line(r: DesignResult) -> str:
+    """Why a design has no answer: its closest configuration, binding SLO, shortfall and limit."""
+    head = f"No configuration of {r.design} meets all nine SLOs"
+    c, sf = r.closest, r.shortfall or {}
+    if c is None:
+        return head + "." if r.limited_by is None else f"{head}; limited by {_LIMIT_HINT[r.limited_by]}."
+    where = f"N={c['machines']}" if r.baseline else f"{c['prompt_machines']}P+{c['token_machines']}T"
+    if sf.get("unstable"):
+        miss = "is overloaded (unstable)"
+    elif sf.get("over_limit") is not None:
+        miss = f"misses {sf.get('slo')} by {100 * float(sf['over_limit']):.0f}%"  # type: ignore[arg-type]
+    else:
+        miss = f"misses {sf.get('slo')}"
+    line = f"{head}: closest {where} ({c['decided_by']}) {miss}"
+    if r.limited_by is not None:
+        line += f"; limited by {_LIMIT_HINT[r.limited_by]}"
+    return line + "."
+
+
 def search_summary(outcome: SearchOutcome) -> str:
     """The winner and its saving against the best baseline, as rich markup."""
     best = outcome.best
-    infeasible = [r.design for r in outcome.results if not r.meets_slo]
-    note = (
-        f"\n[yellow]No configuration meets all nine SLOs for: {', '.join(infeasible)}[/]"
-        if infeasible
-        else ""
-    ) + "".join(f"\n[yellow]Note: {n}[/]" for n in outcome.notes)
+    infeasible = [r for r in outcome.results if not r.meets_slo]
+    note = "".join(f"\n[yellow]{infeasible_line(r)}[/]" for r in infeasible) + "".join(
+        f"\n[yellow]Note: {n}[/]" for n in outcome.notes
+    )
     if best is None:
         return "[bold red]No design meets all nine SLOs in the searched space.[/]"
     what = {

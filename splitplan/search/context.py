@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from splitplan.design import Design
-from splitplan.search.evaluate import Decision, Evaluator
+from splitplan.search.evaluate import Decision, Evaluator, Screen
 from splitplan.search.grid import CachedEvaluator, Grid, PointKey, make_grid
 from splitplan.search.objective import Objective, best_index
 from splitplan.search.parallel import ProgressSink, Runner
@@ -80,6 +80,16 @@ class SearchContext:
     des_evaluations: int = 0
     ledger: list[dict[str, object]] = field(default_factory=list)
     recorded: set[PointKey] = field(default_factory=set)
+    # the analytic screen of each space's whole grid, computed once (the range estimate and the
+    # whole-grid strategy both read it)
+    screens: dict[tuple[str, tuple[int, int], tuple[int, int]], Screen] = field(default_factory=dict)
+
+    def grid_screen(self, sg: SpaceGrid) -> Screen:
+        """The analytic screen of every point of `sg` at the target rate (cached per space and range)."""
+        key = (sg.space.name, sg.space.prompt_range, sg.space.token_range)
+        if key not in self.screens:
+            self.screens[key] = self.evaluator.screen(sg.design, sg.p, sg.t, 1.0)
+        return self.screens[key]
 
     def cached(self, space: str) -> CachedEvaluator:
         """The evaluator a task of `space` uses: known verdicts served, new ones recorded."""

@@ -9,7 +9,7 @@ DES), (3) the hybrid's verification pass, (4) the per-design optimum by the one 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,8 @@ from splitplan.search.result import DesignResult, empty_result, point_record, re
 
 WALK_BLOCKS = 2  # column blocks per Splitwise design in the hybrid walk (parallel tasks)
 VERIFY_ROUNDS = 3
+MAX_WIDENINGS = 8  # automatic ranges double at most this many times (search.ranges)
+WHOLE_GRID_MAX_POINTS = 1_000_000  # an exhaustive sweep's automatic range stops growing here
 DECIDED_BY = np.array(["des", "dominance", "undecided", "analytic"])  # by classify's `how` (3: analytic)
 
 
@@ -50,12 +52,68 @@ class _GridState:
 def solve_cost_grid(
     ctx: SearchContext, spaces: list[DesignSpace]
 ) -> list[tuple[DesignResult, list[dict[str, object]]]]:
-    """Per space (in order): its best configuration and the record of every grid point."""
+    """Per space (in order): its best configuration and the record of every point evaluated.
+
+    Automatic ranges (`DesignSpace.auto_range`) are first sized from a capacity estimate at the
+    target rate and widened while the optimum sits on their edge (search.ranges).
+    """
+    from splitplan.search.ranges import derive_range, explain_limits, widened
+
+    pb = ctx.problem
+    current = [derive_range(ctx, s) if s.auto_range else s for s in spaces]
+    out = _solve_once(ctx, current)
+    memory_bound: set[int] = set()
+    for _ in range(MAX_WIDENINGS):
+        again = []
+        for i, s in enumerate(current):
+            nxt = None if i in memory_bound else widened(ctx, s, out[i][0])
+            if nxt is None:
+                continue
+            if pb.engine is Engine.DES and _points(nxt) > WHOLE_GRID_MAX_POINTS:
+                memory_bound.add(i)  # an exhaustive sweep holds every point: memory stops it
+                continue
+            current[i] = nxt
+            again.append(i)
+        if not again:
+            break
+        for i, solved in zip(again, _solve_once(ctx, [current[i] for i in again]), strict=True):
+            out[i] = solved
+    results = []
+    for i, (s, (best, recs)) in enumerate(zip(current, out, strict=True)):
+        explained = explain_limits(pb, s, best, recs)
+        if i in memory_bound and explained.limited_by == "range":
+            explained = replace(explained, limited_by="memory")
+        results.append((explained, recs))
+    return results
+
+
+def _points(space: DesignSpace) -> int:
+    n_p = space.prompt_range[1] - space.prompt_range[0] + 1
+    return n_p if space.baseline else n_p * (space.token_range[1] - space.token_range[0] + 1)
+
+
+def _solve_once(
+    ctx: SearchContext, spaces: list[DesignSpace]
+) -> list[tuple[DesignResult, list[dict[str, object]]]]:
+    """One pass over fixed ranges: large grids along their frontier, the rest over the whole grid."""
+    from splitplan.search.frontier import use_frontier
+
+    pb = ctx.problem
+    along = [pb.engine is not Engine.DES and use_frontier(pb, s) for s in spaces]
+    whole = _solve_whole(ctx, [s for s, f in zip(spaces, along, strict=True) if not f])
+    front = _solve_frontier(ctx, [s for s, f in zip(spaces, along, strict=True) if f])
+    return [front.pop(0) if f else whole.pop(0) for f in along]
+
+
+def _solve_whole(
+    ctx: SearchContext, spaces: list[DesignSpace]
+) -> list[tuple[DesignResult, list[dict[str, object]]]]:
+    """The whole-grid strategy: screen every point, walk every column (search.grid)."""
     pb = ctx.problem
     states = []
     for space in spaces:
         sg = ctx.space_grid(space)
-        screen = None if pb.engine is Engine.DES else ctx.evaluator.screen(sg.design, sg.p, sg.t, 1.0)
+        screen = None if pb.engine is Engine.DES else ctx.grid_screen(sg)
         states.append(_GridState(sg=sg, screen=screen))
 
     if pb.engine is not Engine.ANALYTIC:
@@ -206,6 +264,144 @@ def _binding_of(d: Decision | None, screen: Screen | None, i: int, decided_by: s
     if decided_by == "analytic" and screen is not None and screen.binding is not None:
         return str(screen.binding[i])
     return ""
+
+
+# ---------------------------------------------------------------- along the frontier (large grids)
+
+
+def _solve_frontier(
+    ctx: SearchContext, spaces: list[DesignSpace]
+) -> list[tuple[DesignResult, list[dict[str, object]]]]:
+    """The frontier strategy (search.frontier) for every space at once, round by round."""
+    from splitplan.search.frontier import FrontierState, KeyOf, screen_first_passing, walk_column
+
+    if not spaces:
+        return []
+    pb = ctx.problem
+    states = []
+    for space in spaces:
+        design = space.design()
+        if space.baseline:
+            lo, hi = space.prompt_range
+            guess = screen_first_passing(
+                ctx.evaluator, design, np.zeros(1, dtype=np.int64), lo, hi, baseline=True
+            )
+        else:
+            ps = np.arange(space.prompt_range[0], space.prompt_range[1] + 1, dtype=np.int64)
+            t_lo, t_hi = space.token_range
+            guess = screen_first_passing(ctx.evaluator, design, ps, t_lo, t_hi, baseline=False)
+        states.append(FrontierState(space=space, design=design, keys=KeyOf(pb, design), guess=guess))
+    if pb.engine is Engine.ANALYTIC:
+        return [_finish_frontier_analytic(ctx, st) for st in states]
+
+    work = [(st, col) for st in states for col in st.seeds()]
+    while work:
+        tasks: list[tuple[Any, ...]] = [
+            (walk_column, ctx.cached(st.space.name), st.design, p, lo, hi, g, 1.0, st.baseline)
+            for st, (p, lo, hi, g) in work
+        ]
+        for (st, (p, *_rest)), (found, seen, _fresh) in zip(
+            work, ctx.map(call, tasks, lambda res: res[2]), strict=True
+        ):
+            st.tstar[p] = found
+            st.decided.update(seen)
+        work = [(st, col) for st in states for col in st.next_columns()]
+
+    for _ in range(VERIFY_ROUNDS):
+        todo: dict[int, list[tuple[int, int]]] = {}
+        for st in states:
+
+            def margin_of(p: np.ndarray, t: np.ndarray, st: FrontierState = st) -> np.ndarray:
+                return ctx.evaluator.screen(st.design, p, t, 1.0).margin
+
+            cands = st.guard_candidates(margin_of, pb.band)
+            if cands:
+                todo[id(st)] = cands
+        if not todo:
+            break
+        g_tasks: list[tuple[Any, ...]] = []
+        owners: list[FrontierState] = []
+        total = sum(len(v) for v in todo.values())
+        per_chunk = max(8, math.ceil(total / (4 * ctx.runner.workers)))
+        for st in states:
+            pts = todo.get(id(st), [])
+            for block in chunks(pts, max(1, math.ceil(len(pts) / per_chunk))):
+                g_tasks.append((decide_points, ctx.cached(st.space.name), st.design, block, 1.0))
+                owners.append(st)
+        for st, (seen, _fresh) in zip(owners, ctx.map(call, g_tasks, lambda res: res[1]), strict=True):
+            st.decided.update(seen)
+    return [_finish_frontier(ctx, st) for st in states]
+
+
+def _finish_frontier(ctx: SearchContext, st: Any) -> tuple[DesignResult, list[dict[str, object]]]:
+    """The optimum of a frontier search and the record of every DES-decided point."""
+    pb = ctx.problem
+    pts = sorted(st.decided)
+    records = []
+    for p, t in pts:
+        d = st.decided[(p, t)]
+        records.append(
+            point_record(
+                space=st.space.name,
+                design=st.design,
+                prompt=p,
+                token=t,
+                rate_rps=pb.rate_rps,
+                within_budget=st.keys.key(p, t) is not None,
+                des_margin=d.margin,
+                meets=d.meets,
+                decided_by="des",
+                binding=d.binding,
+                slowdown=d.slowdown,
+            )
+        )
+    best, _key = st.best()
+    n_des = len(st.decided)
+    if best is None:
+        return empty_result(st.space.name, st.design, des_evaluations=n_des, method="grid"), records
+    rec = records[pts.index(best)]
+    return result_from_record(rec, baseline=st.space.baseline, des_evaluations=n_des, method="grid"), records
+
+
+def _finish_frontier_analytic(ctx: SearchContext, st: Any) -> tuple[DesignResult, list[dict[str, object]]]:
+    """The analytic engine on a large grid: the screen's frontier points and their optimum."""
+    pb = ctx.problem
+    if st.baseline:
+        n = int(st.guess[0])
+        hi = st.space.prompt_range[1]
+        ps = np.array([n] if n <= hi else [hi], dtype=np.int64)
+        ts = np.zeros(1, dtype=np.int64)
+    else:
+        cols = np.arange(st.space.prompt_range[0], st.space.prompt_range[1] + 1, dtype=np.int64)
+        ts = np.minimum(st.guess, st.space.token_range[1]).astype(np.int64)
+        ps = cols
+    scr = ctx.evaluator.screen(st.design, ps, ts, 1.0)
+    meets = scr.margin >= 0
+    records = [
+        point_record(
+            space=st.space.name,
+            design=st.design,
+            prompt=int(ps[i]),
+            token=int(ts[i]),
+            rate_rps=pb.rate_rps,
+            within_budget=st.keys.key(int(ps[i]), int(ts[i])) is not None,
+            analytic_margin=float(scr.margin[i]),
+            meets=bool(meets[i]),
+            decided_by="analytic",
+            binding="" if scr.binding is None else str(scr.binding[i]),
+            slowdown={k: float(v[i]) for k, v in scr.slowdown.items()},
+        )
+        for i in range(len(ps))
+    ]
+    ok = meets & st.keys.beats(ps, ts, None)
+    if not ok.any():
+        return empty_result(st.space.name, st.design, des_evaluations=0, method="grid"), records
+    keys, _ok = st.keys.arrays(ps, ts)
+    idx = np.nonzero(ok)[0]
+    bi = int(idx[np.lexsort(tuple(k[idx] for k in reversed(keys)))[0]])
+    return result_from_record(
+        records[bi], baseline=st.space.baseline, des_evaluations=0, method="grid"
+    ), records
 
 
 __all__ = ["solve_cost_grid"]

@@ -128,6 +128,10 @@ class DesignSpace:
     token: PoolSpace
     prompt_range: tuple[int, int]
     token_range: tuple[int, int] = (0, 0)
+    # Ranges nobody gave (no explicit range, no `max_machines`): the search may size them from a
+    # capacity estimate at the target rate and widen them when the optimum sits on their edge
+    # (search.ranges); a given range or cap is honoured exactly.
+    auto_range: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "prompt_range", _check_range(self.prompt_range, f"{self.name} prompt"))
@@ -205,19 +209,31 @@ def paper_space(
     prompt_range: tuple[int, int] | None = None,
     token_range: tuple[int, int] | None = None,
 ) -> DesignSpace:
-    """A DesignSpace for one of the six named designs with the default (or given) ranges."""
+    """A DesignSpace for one of the named designs with the default (or given) ranges.
+
+    `max_machines` sets the top of every pool's range (raising or lowering the default); with
+    neither ranges nor a cap the ranges are automatic: the defaults, sized up by the search from a
+    capacity estimate at the target rate (search.ranges).
+    """
     d = get_design(name)
     cap = max_machines
     prompt = PoolSpace(gpus=(d.prompt.type.name,), power_cap=(d.prompt.power_cap, d.prompt.power_cap))
     token = PoolSpace(gpus=(d.token.type.name,), power_cap=(d.token.power_cap, d.token.power_cap))
+    auto = cap is None and prompt_range is None and token_range is None
     if d.is_baseline:
         hi = DEFAULT_BASELINE_MAX if cap is None else cap
         pr = prompt_range or (1, hi)
         return DesignSpace(
-            name=d.name, baseline=True, prompt=prompt, token=token, prompt_range=_clip(pr, cap)
+            name=d.name,
+            baseline=True,
+            prompt=prompt,
+            token=token,
+            prompt_range=_clip(pr, cap),
+            auto_range=auto,
         )
-    pr = prompt_range or DEFAULT_SPLIT_RANGE
-    tr = token_range or DEFAULT_SPLIT_RANGE
+    default = DEFAULT_SPLIT_RANGE if cap is None else (1, cap)
+    pr = prompt_range or default
+    tr = token_range or default
     return DesignSpace(
         name=d.name,
         baseline=False,
@@ -225,6 +241,7 @@ def paper_space(
         token=token,
         prompt_range=_clip(pr, cap),
         token_range=_clip(tr, cap),
+        auto_range=auto,
     )
 
 
@@ -258,6 +275,9 @@ class SearchProblem:
     band: float = DEFAULT_BAND
     rate_tol: float = 0.02
     confirm_top: int = 20
+    # the hybrid's strategy for a count grid: None picks by size (search.frontier.use_frontier),
+    # True/False force the frontier search / the whole-grid walk (tests compare them)
+    frontier: bool | None = None
 
     def __post_init__(self) -> None:
         if not self.spaces:

@@ -150,6 +150,11 @@ class DesignResult:
     token_precision: str | None = None
     prompt_kv_precision: str | None = None
     token_kv_precision: str | None = None
+    # why a design has no answer (search.ranges.explain_limits): the configuration tried that came
+    # closest, its binding SLO and shortfall, and what limited the search (range, budget, memory)
+    closest: dict[str, object] | None = None
+    shortfall: dict[str, object] | None = None
+    limited_by: str | None = None
 
     def score(self, objective: Objective) -> float:
         return float(objective.score(self.cost_usd_per_h or 0.0, self.power_kw or 0.0, self.rate_rps or 0.0))
@@ -200,6 +205,9 @@ class DesignResult:
             "token_precision": None if self.baseline else self.token_precision,
             "prompt_kv_precision": self.prompt_kv_precision,
             "token_kv_precision": None if self.baseline else self.token_kv_precision,
+            "closest": self.closest,
+            "shortfall": self.shortfall,
+            "limited_by": self.limited_by,
         }
 
 

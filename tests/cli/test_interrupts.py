@@ -87,3 +87,38 @@ def test_interrupted_search_keeps_work_beside_an_intact_destination(tmp_path, si
     # 3 verdicts were posted; the signal may land between posting one and recording it
     assert pq.read_table(partial).num_rows >= 2
     assert not [f for f in tmp_path.iterdir() if f.name.endswith(".tmp")]
+
+
+def test_an_interrupt_a_command_does_not_handle_still_says_one_line(monkeypatch, capsys) -> None:
+    # typer answers a KeyboardInterrupt inside a command with a bare exit 130; the entry point
+    # must still say what happened.
+    import splitplan.api as api
+    from splitplan.cli import main
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(api, "simulate", stopped)
+    code = main(
+        ["simulate", "--design", "baseline-a100", "--machines", "2", "--rate", "1", "--duration", "5"]
+    )
+    err = capsys.readouterr().err
+    assert code == 130
+    assert err.strip().splitlines() == ["splitplan: interrupted; no output file was written"]
+
+
+@pytest.mark.parametrize("delay_s", [0.3, 0.6, 0.9])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_the_cli_starts_ends_with_one_line_and_130(sig, delay_s) -> None:
+    # the real entry point (`python -m splitplan`), interrupted while its modules still import
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    args = [sys.executable, "-m", "splitplan", "simulate", "--design", "baseline-a100", "--machines", "2"]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(delay_s)
+    p.send_signal(sig)
+    _out, err = p.communicate(timeout=60)
+    if p.returncode == 0:
+        pytest.skip("the run finished before the signal")
+    assert "Traceback" not in err
+    assert p.returncode == 130, err
+    assert len(err.strip().splitlines()) == 1, err

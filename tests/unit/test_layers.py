@@ -27,6 +27,7 @@ LAYERS = {
     "splitplan.api": 7,
     "splitplan.cli": 8,
     "splitplan.__main__": 8,
+    "splitplan._entry": 8,  # the console script: signal handling, then the CLI
     "splitplan": 0,
 }
 

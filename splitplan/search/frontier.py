@@ -1,0 +1,347 @@
+"""Layer 5: the hybrid search of a large count grid along its frontier, not over its area.
+
+The whole-grid hybrid (search.grid, search.cost_grid) finds t*(p) — the fewest token machines
+that pass with p prompt machines — in every column of the grid, and screens every point. Both grow
+with the grid's area, i.e. with the square of the load. Here the work follows the frontier:
+
+1. Screen. Per column, a bisection on t with the analytic screen (vectorized over all columns)
+   gives the screen's t*(p): the DES's starting guess. A baseline's line is one bisection on N.
+2. Frontier by intervals. Columns whose t*(p) the DES has found split the p range into intervals.
+   Under monotonicity (a machine more never breaks an SLO), t* is non-increasing in p, so every
+   column p strictly between found columns a < b has t*(b) ≤ t*(p) ≤ t*(a), and the cheapest point
+   it can offer is (p, t*(b)). A column whose (p, t*(b)) does not beat the best DES-feasible point
+   so far (search.objective's one tie-break; the budget counts) cannot hold the optimum, and an
+   interval with t*(a) = t*(b) is settled (its columns are dearer copies of column a). Every round
+   takes, in each interval that still has such open columns, the middle open column and finds its
+   t* with the DES (galloping from the screen's guess inside [t*(b), t*(a)], then bisecting);
+   rounds end when no interval is open. Under monotonicity the best DES-feasible point is then the
+   optimum of the whole grid: a cheaper point lies in a found column below its t*, in a settled
+   interval below t*(a), or in a closed column below t*(b) — infeasible in each case, whatever the
+   analytic error. The DES work is O(log range) thresholds plus the columns whose cost is within
+   one machine of the optimum, not one threshold per column.
+3. Guard. As in the whole-grid hybrid, points cheaper than the optimum that only dominance
+   declared infeasible are re-checked with the DES when their analytic margin is above −band or
+   when only near misses dominate them (search.grid.WITNESS_MARGIN, WITNESS_REACH). The re-checks
+   are limited to the `guard_depth(n)` points of each column just under the DES frontier (n the
+   count there): one machine more or less reorders queues, which is what breaks monotonicity, and
+   its effect on a pool of n machines shrinks as n grows, so a flip far below the frontier of a
+   large pool would need the DES to be non-monotone by many machines at once. The exhaustive DES
+   comparison in tests/golden/frontier_exhaustive.json checks this on cases from 20 to 300 req/s.
+
+Every task is a column's threshold or a chunk of guard points, so rounds run in parallel across
+designs and intervals; the set of tasks of a round depends only on what earlier rounds found, so
+the result is the same on any number of workers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from splitplan.design import Design
+from splitplan.search.evaluate import Decision, Evaluator
+from splitplan.search.grid import WITNESS_MARGIN, WITNESS_REACH, CachedEvaluator, Point, PointKey, threshold
+from splitplan.search.objective import Objective
+from splitplan.search.problem import DesignSpace, SearchProblem
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+# Grids whose largest pool range ends above this many machines are searched along the frontier;
+# up to it (the paper's 39 × 39 and 80-machine baselines) the whole-grid hybrid runs as before.
+FULL_GRID_MAX_MACHINES = 100
+# guard depth: WITNESS_REACH + GUARD_SQRT · √n points under the frontier of a pool of n machines
+GUARD_SQRT = 0.5
+
+Key = tuple[float, float, float, int, int]
+
+
+def use_frontier(problem: SearchProblem, space: DesignSpace) -> bool:
+    """Whether the hybrid searches this space along its frontier (see the module doc)."""
+    if problem.frontier is not None:
+        return problem.frontier
+    return max(space.prompt_range[1], space.token_range[1]) > FULL_GRID_MAX_MACHINES
+
+
+def guard_depth(n: npt.ArrayLike) -> IntArray:
+    """Points under the DES frontier of a pool of `n` machines that the guard re-checks."""
+    return WITNESS_REACH + np.ceil(
+        GUARD_SQRT * np.sqrt(np.maximum(np.asarray(n, dtype=np.float64), 0.0))
+    ).astype(np.int64)
+
+
+def screen_first_passing(
+    ev: Evaluator,
+    design: Design,
+    fixed: IntArray,
+    lo: int,
+    hi: int,
+    *,
+    baseline: bool,
+    level: float = 0.0,
+) -> IntArray:
+    """Per entry of `fixed` (prompt counts; ignored for a baseline's one line): the smallest count in
+    [lo, hi] of the searched axis (token machines; a baseline's machines) whose analytic margin is
+    ≥ `level`, hi + 1 when none — a bisection vectorized over the entries, taking the screen's
+    margin as non-decreasing along the axis (machines added never hurt in the model)."""
+    n = len(fixed)
+    below = np.full(n, lo - 1, dtype=np.int64)
+    above = np.full(n, hi + 1, dtype=np.int64)
+    # the top of the range first: an entry that fails there has no passing count at all
+    first = True
+    while True:
+        act = np.nonzero(above - below > 1)[0]
+        if not len(act):
+            return above
+        mid = np.full(len(act), hi, dtype=np.int64) if first else (below[act] + above[act]) // 2
+        first = False
+        if baseline:
+            m = ev.screen(design, mid, np.zeros_like(mid), 1.0).margin
+        else:
+            m = ev.screen(design, fixed[act], mid, 1.0).margin
+        ok = np.nan_to_num(np.asarray(m, dtype=np.float64), nan=-np.inf) >= level
+        above[act[ok]] = mid[ok]
+        below[act[~ok]] = mid[~ok]  # failing at hi in the first round: nothing passes (settled)
+
+
+def walk_column(
+    evaluator: CachedEvaluator,
+    design: Design,
+    p: int,
+    lo: int,
+    hi: int,
+    guess: int,
+    factor: float,
+    baseline: bool,
+) -> tuple[int, dict[Point, Decision], dict[PointKey, Decision]]:
+    """The DES threshold of one column (a baseline: of its line) in (lo, hi): top-level, picklable."""
+    seen: dict[Point, Decision] = {}
+
+    def probe(x: int) -> bool:
+        pt = (x, 0) if baseline else (p, x)
+        d = evaluator.decide(design, pt[0], pt[1], factor)
+        seen[pt] = d
+        return d.meets
+
+    found = threshold(lo, hi, guess, probe)
+    return found, seen, evaluator.fresh
+
+
+@dataclass(slots=True)
+class KeyOf:
+    """The one tie-break's key (search.objective.rank_key) over arrays of points, with the budget."""
+
+    problem: SearchProblem
+    design: Design
+
+    def arrays(self, p: IntArray, t: IntArray) -> tuple[list[np.ndarray], BoolArray]:
+        cost = np.asarray(self.design.cost_usd_per_h(p, t), dtype=np.float64)
+        power = np.asarray(self.design.power_kw(p, t), dtype=np.float64)
+        ok = self.problem.within_budget_many(cost, power)
+        obj: Objective = self.problem.objective
+        s = obj.score(cost, power, np.zeros(len(p)))
+        keys = [np.round(s, 9), np.round(cost, 9), np.round(power, 9), (p + t).astype(np.int64), p]
+        return keys, ok
+
+    def beats(self, p: IntArray, t: IntArray, best: Key | None) -> BoolArray:
+        """Per point: within budget and strictly better than `best` (every point when None)."""
+        keys, ok = self.arrays(np.asarray(p, dtype=np.int64), np.asarray(t, dtype=np.int64))
+        if best is None:
+            return ok
+        less = np.zeros(len(ok), dtype=bool)
+        eq = np.ones(len(ok), dtype=bool)
+        for k, b in zip(keys, best, strict=True):
+            less |= eq & (k < b)
+            eq &= k == b
+        return ok & less
+
+    def key(self, p: int, t: int) -> Key | None:
+        keys, ok = self.arrays(np.array([p], dtype=np.int64), np.array([t], dtype=np.int64))
+        if not ok[0]:
+            return None
+        return (float(keys[0][0]), float(keys[1][0]), float(keys[2][0]), int(keys[3][0]), int(keys[4][0]))
+
+
+@dataclass(slots=True)
+class FrontierState:
+    """One design space's frontier search in progress (see the module doc)."""
+
+    space: DesignSpace
+    design: Design
+    keys: KeyOf
+    guess: IntArray  # per column (index p − p_lo): the screen's t*(p); a baseline: one entry
+    tstar: dict[int, int] = field(default_factory=dict)  # DES t*(p) of the columns found
+    decided: dict[Point, Decision] = field(default_factory=dict)
+
+    @property
+    def baseline(self) -> bool:
+        return self.space.baseline
+
+    @property
+    def p_range(self) -> tuple[int, int]:
+        return self.space.prompt_range
+
+    @property
+    def t_range(self) -> tuple[int, int]:
+        return self.space.token_range
+
+    def best(self) -> tuple[Point | None, Key | None]:
+        """The best DES-feasible in-budget point so far (the one tie-break)."""
+        best_pt: Point | None = None
+        best_key: Key | None = None
+        for pt, d in self.decided.items():
+            if not d.meets:
+                continue
+            k = self.keys.key(*pt)
+            if k is not None and (best_key is None or k < best_key):
+                best_pt, best_key = pt, k
+        return best_pt, best_key
+
+    def guess_at(self, p: int) -> int:
+        return int(self.guess[0 if self.baseline else p - self.p_range[0]])
+
+    def seeds(self) -> list[tuple[int, int, int, int]]:
+        """Round 0: (column, lo, hi, guess) of the widest column and of the screen's best column."""
+        if self.baseline:
+            lo, hi = self.p_range
+            return [(0, lo - 1, hi + 1, self.guess_at(0))]
+        (p_lo, p_hi), (t_lo, t_hi) = self.p_range, self.t_range
+        cols = {p_hi}
+        ps = np.arange(p_lo, p_hi + 1, dtype=np.int64)
+        inside = self.guess <= t_hi
+        if inside.any():
+            keys, ok = self.keys.arrays(ps[inside], self.guess[inside])
+            ok_idx = np.nonzero(ok)[0]
+            if len(ok_idx):
+                order = np.lexsort(tuple(k[ok_idx] for k in reversed(keys)))
+                cols.add(int(ps[inside][ok_idx[order[0]]]))
+        else:
+            cols.add((p_lo + p_hi) // 2)
+        return [(p, t_lo - 1, t_hi + 1, self._clip(p, t_lo - 1, t_hi + 1)) for p in sorted(cols)]
+
+    def _clip(self, p: int, lo: int, hi: int) -> int:
+        return int(min(max(self.corrected_guess(p), lo + 1), hi - 1)) if hi - lo > 1 else lo + 1
+
+    def corrected_guess(self, p: int) -> int:
+        """The screen's t*(p) shifted by its error at the nearest found columns (interpolated): where
+        the DES threshold search starts. Only the DES work depends on it, never the answer."""
+        t_hi = self.t_range[1]
+        g = self.guess_at(p)
+        known = sorted(
+            (q, t - self.guess_at(q)) for q, t in self.tstar.items() if t <= t_hi and self.guess_at(q) <= t_hi
+        )
+        if g > t_hi or not known:
+            return g
+        left = [k for k in known if k[0] < p]
+        right = [k for k in known if k[0] > p]
+        if left and right:
+            (qa, oa), (qb, ob) = left[-1], right[0]
+            off = oa + (ob - oa) * (p - qa) / (qb - qa)
+        else:
+            off = (left[-1] if left else right[0])[1]
+        return round(g + off)
+
+    def next_columns(self) -> list[tuple[int, int, int, int]]:
+        """The middle open column of every open interval (see the module doc)."""
+        if self.baseline:
+            return []
+        _pt, best = self.best()
+        (p_lo, p_hi), (t_lo, t_hi) = self.p_range, self.t_range
+        bounds = [(p_lo - 1, t_hi + 1), *sorted(self.tstar.items()), (p_hi + 1, t_lo)]
+        out = []
+        for (a, ta), (b, tb) in itertools.pairwise(bounds):
+            if b - a <= 1 or ta <= tb:
+                continue  # adjacent, settled (or, where the DES is not monotone, left to the guard)
+            ps = np.arange(a + 1, b, dtype=np.int64)
+            open_ = self.keys.beats(ps, np.full(len(ps), tb, dtype=np.int64), best)
+            if not open_.any():
+                continue
+            first, last = int(ps[open_].min()), int(ps[open_].max())
+            mid = (first + last) // 2
+            out.append((mid, tb - 1, ta, self._clip(mid, tb - 1, ta)))
+        return out
+
+    def lower_bounds(self) -> IntArray:
+        """Per column: 1 + the highest DES-infeasible t at any p' ≥ p (t_lo when none)."""
+        (p_lo, p_hi), (t_lo, _t_hi) = self.p_range, self.t_range
+        col = np.full(p_hi - p_lo + 1, t_lo - 1, dtype=np.int64)
+        for (p, t), d in self.decided.items():
+            if not d.meets and p_lo <= p <= p_hi:
+                col[p - p_lo] = max(col[p - p_lo], t)
+        return np.maximum.accumulate(col[::-1])[::-1] + 1
+
+    def guard_candidates(
+        self, screen: Callable[[IntArray, IntArray], np.ndarray], band: float
+    ) -> list[Point]:
+        """Points the guard re-checks with the DES: cheaper than the optimum, not DES-decided, within
+        `guard_depth` of the DES frontier, and with an analytic margin above −band or dominated only
+        by near misses."""
+        _pt, best = self.best()
+        if best is None:
+            return []
+        if self.baseline:
+            lo, hi = self.p_range
+            bad = [n for (n, _t), d in self.decided.items() if not d.meets]
+            top = max([n for n in bad if n <= hi] + [lo - 1]) + 1  # the lowest N not shown infeasible
+            ns = np.arange(max(lo, top - int(guard_depth(top))), top, dtype=np.int64)
+            ps, ts = ns, np.zeros_like(ns)
+        else:
+            (p_lo, p_hi), (t_lo, t_hi) = self.p_range, self.t_range
+            low = self.lower_bounds()
+            cols = np.arange(p_lo, p_hi + 1, dtype=np.int64)
+            depth = guard_depth(low)
+            start = np.maximum(t_lo, low - depth)
+            # only columns whose first point in the window beats the optimum can hold candidates
+            live = (low > t_lo) & self.keys.beats(cols, np.minimum(start, t_hi), best)
+            pp, tt = [], []
+            for i in np.nonzero(live)[0]:
+                t = np.arange(start[i], low[i], dtype=np.int64)
+                pp.append(np.full(len(t), cols[i]))
+                tt.append(t)
+            if not pp:
+                return []
+            ps, ts = np.concatenate(pp), np.concatenate(tt)
+        keep = self.keys.beats(ps, ts, best)
+        keep &= np.array(
+            [(int(a), int(b)) not in self.decided for a, b in zip(ps, ts, strict=True)], dtype=bool
+        )
+        ps, ts = ps[keep], ts[keep]
+        if not len(ps):
+            return []
+        margin = np.nan_to_num(np.asarray(screen(ps, ts), dtype=np.float64), nan=math.inf)
+        doubtful = (margin >= -band) | self._near_miss_only(ps, ts)
+        return [(int(a), int(b)) for a, b in zip(ps[doubtful], ts[doubtful], strict=True)]
+
+    def _near_miss_only(self, ps: IntArray, ts: IntArray) -> BoolArray:
+        """search.grid.near_miss_only over the points given: every DES-infeasible point dominating
+        it failed by less than WITNESS_MARGIN and one is at most WITNESS_REACH machines away."""
+        bad = [(p, t, d.margin) for (p, t), d in self.decided.items() if not d.meets]
+        if not bad:
+            return np.zeros(len(ps), dtype=bool)
+        bp = np.array([b[0] for b in bad], dtype=np.int64)
+        bt = np.array([b[1] for b in bad], dtype=np.int64)
+        bm = np.array([b[2] for b in bad], dtype=np.float64)
+        out = np.zeros(len(ps), dtype=bool)
+        for i, (p, t) in enumerate(zip(ps, ts, strict=True)):
+            dom = (bp >= p) & (bt >= t)
+            if not dom.any() or np.min(bm[dom]) <= -WITNESS_MARGIN:
+                continue
+            close = dom & ((bp - p) + (bt - t) <= WITNESS_REACH)
+            out[i] = bool(close.any())
+        return out
+
+
+__all__ = [
+    "FULL_GRID_MAX_MACHINES",
+    "FrontierState",
+    "KeyOf",
+    "guard_depth",
+    "screen_first_passing",
+    "use_frontier",
+    "walk_column",
+]

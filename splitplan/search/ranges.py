@@ -1,0 +1,195 @@
+"""Layer 5: count ranges that follow the load, and what limited a search.
+
+The paper's default ranges (1–39 machines per Splitwise pool, 1–80 for a baseline) are sized for
+~70 req/s. A range nobody gave (`DesignSpace.auto_range`: no explicit range, no `max_machines`)
+is sized from a capacity estimate at the target rate instead:
+
+- the estimate is the analytic screen's smallest passing size on the diagonal (p = t machines;
+  a baseline's N), found by bisection — a handful of screened points, whatever the rate;
+- each pool's range is then 1 .. max(default, ⌈headroom × estimate⌉): a Splitwise pool gets
+  SPLIT_HEADROOM (the optimum trades machines between the pools, so one of them may need well
+  over the balanced size), a baseline BASELINE_HEADROOM;
+- after the search, an optimum on the top edge of an automatic range doubles that range and the
+  search runs again (its DES verdicts are kept, so only new points cost), up to AUTO_MAX_MACHINES
+  per pool; a design with no passing point doubles both pools while the screen's margin still
+  grows with the machines added. A given range or `max_machines` is honoured exactly, and an
+  optimum on its edge is reported as limited by the range.
+
+`explain_limits` turns a result into its explanation: the closest configuration tried (highest
+DES margin, else analytic), the binding SLO and its shortfall there, and what limited the search
+(`range`, `budget` or `memory`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from splitplan.search.context import SearchContext
+from splitplan.search.problem import DEFAULT_BASELINE_MAX, DEFAULT_SPLIT_RANGE, DesignSpace, SearchProblem
+from splitplan.search.result import DesignResult
+
+SPLIT_HEADROOM = 2.0
+BASELINE_HEADROOM = 1.25
+AUTO_MAX_MACHINES = 1 << 16  # per pool: far beyond any fleet; bounds the doubling
+MARGIN_GAIN = 1e-3  # a doubling of a design with no passing point must raise the screen's margin this much
+
+
+def _margin(ctx: SearchContext, space: DesignSpace, p: int, t: int) -> float:
+    design = space.design()
+    m = ctx.evaluator.screen(design, np.array([p], dtype=np.int64), np.array([t], dtype=np.int64), 1.0).margin
+    v = float(np.asarray(m, dtype=np.float64)[0])
+    return -math.inf if math.isnan(v) else v
+
+
+def _margins(ctx: SearchContext, space: DesignSpace, n: np.ndarray) -> np.ndarray:
+    """The screen's margins on the diagonal p = t = n (a baseline: N = n), NaN read as failing."""
+    t = np.zeros_like(n) if space.baseline else n
+    m = np.asarray(ctx.evaluator.screen(space.design(), n, t, 1.0).margin, dtype=np.float64)
+    return np.nan_to_num(m, nan=-np.inf)
+
+
+def capacity_estimate(ctx: SearchContext, space: DesignSpace) -> int | None:
+    """The screen's smallest passing size on the diagonal (a baseline: N), None when none passes up
+    to AUTO_MAX_MACHINES. Two screen calls at most: every size of the default range plus a
+    doubling ladder beyond it, then every size of the bracket the ladder found."""
+    default_hi = DEFAULT_BASELINE_MAX if space.baseline else DEFAULT_SPLIT_RANGE[1]
+    headroom = BASELINE_HEADROOM if space.baseline else SPLIT_HEADROOM
+    if space.prompt_range[0] == 1 and (space.baseline or space.token_range[0] == 1):
+        # the whole-grid screen of the range as given (which the grid strategy reuses) holds the
+        # diagonal up to its top: enough when the estimate keeps the range as it is
+        sg = ctx.space_grid(space)
+        m = np.nan_to_num(np.asarray(ctx.grid_screen(sg).margin, dtype=np.float64), nan=-np.inf)
+        top = space.prompt_range[1] if space.baseline else min(space.prompt_range[1], space.token_range[1])
+        diag = np.arange(1, top + 1)
+        idx = diag - 1 if space.baseline else (diag - 1) * (space.token_range[1]) + (diag - 1)
+        ok_d = m[idx] >= 0.0
+        if ok_d.any() and headroom * int(diag[int(np.argmax(ok_d))]) <= top:
+            return int(diag[int(np.argmax(ok_d))])
+    ladder = [default_hi * 2**k for k in range(1, 32) if default_hi * 2**k < AUTO_MAX_MACHINES]
+    sizes = np.array([*range(1, default_hi + 1), *ladder, AUTO_MAX_MACHINES], dtype=np.int64)
+    ok = _margins(ctx, space, sizes) >= 0.0
+    if not ok.any():
+        return None
+    i = int(np.argmax(ok))
+    if i < default_hi:
+        return int(sizes[i])
+    lo, hi = int(sizes[i - 1]), int(sizes[i])  # fails at lo, passes at hi
+    bracket = np.arange(lo + 1, hi + 1, dtype=np.int64)
+    ok_b = _margins(ctx, space, bracket) >= 0.0
+    return int(bracket[int(np.argmax(ok_b))])
+
+
+def derive_range(ctx: SearchContext, space: DesignSpace) -> DesignSpace:
+    """An automatic range sized for the target rate (never below the paper's default)."""
+    est = capacity_estimate(ctx, space)
+    if est is None:
+        return space
+    if space.baseline:
+        hi = max(space.prompt_range[1], DEFAULT_BASELINE_MAX, math.ceil(BASELINE_HEADROOM * est))
+        return replace(space, prompt_range=(space.prompt_range[0], min(hi, AUTO_MAX_MACHINES)))
+    hi = min(max(DEFAULT_SPLIT_RANGE[1], math.ceil(SPLIT_HEADROOM * est)), AUTO_MAX_MACHINES)
+    return replace(
+        space,
+        prompt_range=(space.prompt_range[0], max(space.prompt_range[1], hi)),
+        token_range=(space.token_range[0], max(space.token_range[1], hi)),
+    )
+
+
+def on_edge(space: DesignSpace, res: DesignResult) -> tuple[bool, bool]:
+    """(prompt, token): whether the optimum sits on the top of that pool's range."""
+    if not res.meets_slo:
+        return False, False
+    if space.baseline:
+        return res.machines == space.prompt_range[1], False
+    p = res.prompt_instances if res.prompt_instances is not None else res.prompt_machines
+    t = res.token_instances if res.token_instances is not None else res.token_machines
+    return p == space.prompt_range[1], t == space.token_range[1]
+
+
+def widened(ctx: SearchContext, space: DesignSpace, res: DesignResult) -> DesignSpace | None:
+    """The next automatic range when the optimum is on its edge (or none passes and more machines
+    still help the screen); None when the range stays."""
+    if not space.auto_range:
+        return None
+    p_hi, t_hi = space.prompt_range[1], space.token_range[1]
+    if res.meets_slo:
+        edge_p, edge_t = on_edge(space, res)
+    else:
+        grow_p = min(2 * p_hi, AUTO_MAX_MACHINES)
+        grow_t = t_hi if space.baseline else min(2 * t_hi, AUTO_MAX_MACHINES)
+        before = _margin(ctx, space, p_hi, t_hi)
+        after = _margin(ctx, space, grow_p, grow_t)
+        edge_p = edge_t = after > before + MARGIN_GAIN
+        edge_t = edge_t and not space.baseline
+    new_p = min(2 * p_hi, AUTO_MAX_MACHINES) if edge_p else p_hi
+    new_t = min(2 * t_hi, AUTO_MAX_MACHINES) if edge_t else t_hi
+    if (new_p, new_t) == (p_hi, t_hi):
+        return None
+    if space.baseline:
+        return replace(space, prompt_range=(space.prompt_range[0], new_p))
+    return replace(
+        space, prompt_range=(space.prompt_range[0], new_p), token_range=(space.token_range[0], new_t)
+    )
+
+
+def _margin_of(rec: dict[str, object]) -> float:
+    key = "des_margin" if rec["decided_by"] == "des" else "analytic_margin"
+    v = float(rec[key])  # type: ignore[arg-type]
+    return -math.inf if math.isnan(v) else v
+
+
+def closest_record(records: list[dict[str, object]]) -> dict[str, object] | None:
+    """The configuration tried that came closest to meeting every SLO: the highest DES margin
+    (else the highest analytic margin), preferring points within the budget; ties → fewer machines."""
+    if not records:
+        return None
+    pool = [r for r in records if r["within_budget"]] or records
+    des = [r for r in pool if r["decided_by"] == "des"]
+    pool = des or pool
+    return max(pool, key=lambda r: (_margin_of(r), -int(r["machines"])))  # type: ignore[call-overload]
+
+
+def explain_limits(
+    problem: SearchProblem, space: DesignSpace, res: DesignResult, records: list[dict[str, object]]
+) -> DesignResult:
+    """`res` with `closest`, `shortfall` and `limited_by` (see the module doc)."""
+    edge_p, edge_t = on_edge(space, res)
+    if res.meets_slo:
+        if (edge_p or edge_t) and not space.auto_range:
+            return replace(res, limited_by="range")
+        return res
+    limited = "range"
+    if any(r["meets_slo"] and not r["within_budget"] for r in records) or (
+        (problem.power_budget_kw is not None or problem.cost_budget_usd_per_h is not None)
+        and records
+        and not any(r["within_budget"] for r in records if r["decided_by"] == "des")
+    ):
+        limited = "budget"
+    rec = closest_record(records)
+    if rec is None:
+        return replace(res, limited_by=limited)
+    margin = _margin_of(rec)
+    closest: dict[str, object] = {
+        "prompt_machines": rec["prompt_machines"],
+        "token_machines": rec["token_machines"],
+        "machines": rec["machines"],
+        "cost_usd_per_h": rec["cost_usd_per_h"],
+        "power_kw": rec["power_kw"],
+        "decided_by": rec["decided_by"],
+    }
+    shortfall: dict[str, object] = {
+        "slo": str(rec["binding_slo"]) or None,
+        "margin": None if not math.isfinite(margin) else round(margin, 6),
+        # how far the binding percentile is above its limit (value / limit − 1)
+        "over_limit": None
+        if not math.isfinite(margin) or margin <= -1
+        else round(1.0 / (1.0 + margin) - 1.0, 6),
+        "unstable": not math.isfinite(margin),
+    }
+    return replace(res, closest=closest, shortfall=shortfall, limited_by=limited)
+
+
+__all__ = ["capacity_estimate", "closest_record", "derive_range", "explain_limits", "on_edge", "widened"]

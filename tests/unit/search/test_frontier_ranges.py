@@ -1,0 +1,137 @@
+"""The frontier search of large grids, ranges that follow the load, and infeasibility explained.
+
+Closed-form evaluators (search_fakes) make the exhaustive optimum cheap to compute, so the frontier
+search is compared with brute force on grids far larger than the whole-grid hybrid would take.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from search_fakes import FakeEvaluator
+
+from splitplan.search import SearchProblem, paper_space, run_search
+from splitplan.search.frontier import use_frontier
+
+
+def exhaustive_optimum(ev, design, p_range, t_range, objective="cost"):
+    """Brute force over the exact function, vectorized (search_fakes.exhaustive_optimum's key)."""
+    p = np.arange(p_range[0], p_range[1] + 1)
+    t = np.array([0]) if design.is_baseline else np.arange(t_range[0], t_range[1] + 1)
+    pp, tt = (a.ravel() for a in np.meshgrid(p, t, indexing="ij"))
+    ok = np.round(ev.true_margin(design, pp, tt, 1.0), 12) >= 0
+    cost = pp * design.prompt.cost_usd_per_h + tt * design.token.cost_usd_per_h
+    power = pp * design.prompt.power_kw + tt * design.token.power_kw
+    value = np.round(power if objective == "power" else cost, 9)
+    keys = sorted(
+        zip(value[ok].tolist(), (pp + tt)[ok].tolist(), pp[ok].tolist(), tt[ok].tolist(), strict=True)
+    )
+    return tuple(keys[0]) if keys else None
+
+
+def _key(r, objective="cost") -> tuple:
+    value = r.power_kw if objective == "power" else r.cost_usd_per_h
+    p = r.machines if r.baseline else r.prompt_machines
+    t = 0 if r.baseline else r.token_machines
+    return (round(value, 9), p + t, p, t)
+
+
+@pytest.mark.parametrize("design", ["splitwise-hh", "splitwise-aa", "splitwise-ha", "baseline-h100"])
+@pytest.mark.parametrize("objective", ["cost", "power"])
+@pytest.mark.parametrize("bias", [0.0, 0.3, -0.25])
+def test_frontier_equals_brute_force_on_a_large_grid(design: str, objective: str, bias: float) -> None:
+    ev = FakeEvaluator(prompt_need=26.5 * 12, token_need=2.5 * 12, bias=bias, noise=0.02)
+    space = paper_space(design, prompt_range=(1, 400), token_range=None if "baseline" in design else (1, 400))
+    pb = SearchProblem(spaces=(space,), objective=objective)
+    assert use_frontier(pb, space)
+    r = run_search(pb, ev).results[0]
+    assert r.meets_slo
+    assert r.verified_by == "des"
+    assert _key(r, objective) == exhaustive_optimum(
+        ev, space.design(), space.prompt_range, space.token_range, objective
+    )
+    points = 400 if space.baseline else 400 * 400
+    assert len(ev.calls) < max(40, 0.002 * points)  # a few DES runs, not one per column
+
+
+def test_frontier_and_whole_grid_agree_on_the_default_grid() -> None:
+    ev = FakeEvaluator(bias=0.2, noise=0.05)
+    space = paper_space("splitwise-ha")
+    whole = run_search(SearchProblem(spaces=(space,), frontier=False), ev).results[0]
+    ev2 = FakeEvaluator(bias=0.2, noise=0.05)
+    front = run_search(SearchProblem(spaces=(space,), frontier=True), ev2).results[0]
+    assert _key(front) == _key(whole)
+    assert len(ev2.calls) <= len(ev.calls)
+
+
+def test_budget_excludes_points_in_the_frontier_search() -> None:
+    ev = FakeEvaluator(prompt_need=26.5 * 8, token_need=2.5 * 8)
+    space = paper_space("splitwise-hh", prompt_range=(1, 300), token_range=(1, 300))
+    free = run_search(SearchProblem(spaces=(space,)), ev).results[0]
+    capped = run_search(SearchProblem(spaces=(space,), cost_budget_usd_per_h=free.cost_usd_per_h - 1), ev)
+    r = capped.results[0]
+    assert not r.meets_slo
+    assert r.limited_by == "budget"
+
+
+def test_max_machines_raises_and_lowers_the_ranges() -> None:
+    up = paper_space("splitwise-hh", max_machines=200)
+    assert (up.prompt_range, up.token_range, up.auto_range) == ((1, 200), (1, 200), False)
+    down = paper_space("splitwise-hh", max_machines=5)
+    assert (down.prompt_range, down.token_range) == ((1, 5), (1, 5))
+    assert paper_space("baseline-h100", max_machines=300).prompt_range == (1, 300)
+    assert paper_space("splitwise-hh").auto_range
+    assert not paper_space("splitwise-hh", prompt_range=(1, 39)).auto_range
+
+
+@pytest.mark.parametrize("design", ["splitwise-hh", "baseline-a100"])
+def test_automatic_ranges_follow_the_load(design: str) -> None:
+    # ten times the paper's load: the default 1–39 / 1–80 cannot hold the answer
+    ev = FakeEvaluator(prompt_need=26.5 * 10, token_need=2.5 * 10)
+    auto = run_search(SearchProblem(spaces=(paper_space(design),)), ev).results[0]
+    assert auto.meets_slo
+    assert auto.limited_by is None
+    big = paper_space(design, prompt_range=(1, 1000), token_range=None if "baseline" in design else (1, 1000))
+    assert _key(auto) == exhaustive_optimum(ev, big.design(), big.prompt_range, big.token_range)
+
+
+def test_an_optimistic_estimate_is_corrected_by_widening() -> None:
+    # the screen passes at well under half the true need: the first range is too small, the
+    # search widens it until the DES finds the answer, and the answer is the brute-force one
+    ev = FakeEvaluator(prompt_need=26.5 * 10, token_need=2.5 * 10, offset=0.9)
+    r = run_search(SearchProblem(spaces=(paper_space("splitwise-hh"),)), ev).results[0]
+    assert r.meets_slo
+    big = paper_space("splitwise-hh", prompt_range=(1, 1000), token_range=(1, 1000))
+    assert _key(r) == exhaustive_optimum(ev, big.design(), big.prompt_range, big.token_range)
+
+
+@pytest.mark.parametrize("frontier", [False, True])
+def test_infeasible_design_names_closest_configuration_and_binding_slo(frontier: bool) -> None:
+    ev = FakeEvaluator(prompt_need=26.5 * 10, token_need=2.5 * 10)
+    space = paper_space("baseline-a100", max_machines=20)
+    r = run_search(SearchProblem(spaces=(space,), frontier=frontier), ev).results[0]
+    assert not r.meets_slo
+    assert r.limited_by == "range"
+    assert r.closest is not None
+    assert r.closest["machines"] == 20
+    assert r.closest["decided_by"] == "des"
+    assert r.shortfall is not None
+    assert r.shortfall["slo"] == "ttft_p90"
+    assert r.shortfall["margin"] < 0
+    assert r.shortfall["over_limit"] > 0
+    doc = r.to_json()
+    assert doc["limited_by"] == "range"
+    assert doc["closest"]["machines"] == 20
+
+
+def test_feasible_optimum_on_the_edge_of_a_given_range_says_so() -> None:
+    ev = FakeEvaluator()
+    space = paper_space("splitwise-hh", prompt_range=(1, 14), token_range=(1, 39))
+    r = run_search(SearchProblem(spaces=(space,)), ev).results[0]
+    assert r.meets_slo
+    assert r.prompt_machines == 14
+    assert r.limited_by == "range"
+    inner = run_search(SearchProblem(spaces=(replace(space, prompt_range=(1, 39)),)), ev).results[0]
+    assert inner.limited_by is None

@@ -2,6 +2,7 @@
 
     python -m splitplan.sim.calibrate generate [--set training|validation|both] [--jobs 2]
     python -m splitplan.sim.calibrate fit [--write] [--jobs 1]
+    python -m splitplan.sim.calibrate fit-chunked [--write]
     python -m splitplan.sim.calibrate score [--set training|validation|both]
 
 `generate` draws cases at random (seeded) over the space users search — both baselines, the four
@@ -22,6 +23,10 @@ validation in odd ones), and half of the validation cases use models the trainin
 `--write` stores them in data/sim/analytic_calibration.toml with the training set's fingerprint,
 the objective, the date and the command. It prints in-sample and held-out scores side by side;
 the validation set never enters the fit.
+
+`fit-chunked` refits the chunked-prefill model's correction (`ChunkedCalibration`) on the stored
+chunked DES sweeps (tests/golden/des_grids/chunked.npz: 70 req/s in-sample, 35 and 105 req/s held
+out) and with `--write` stores it in the same file's `[chunked_*]` tables.
 """
 
 from __future__ import annotations
@@ -636,14 +641,15 @@ GOLDEN_SPLIT = ("splitwise-hh", "splitwise-ha")
 GOLDEN_PRESETS = ("coding", "conversation")
 
 
-def _golden_scenario(preset: str):
+def _golden_scenario(preset: str, rate_rps: float = 70.0):
+    """The stored golden grids' scenario (tests/golden/regen_des_grids.py: Llama2-70B, 120 s, seed 0)."""
     from splitplan.catalog import get_model
     from splitplan.sim.scenario import Scenario
     from splitplan.workload import make_workload
 
-    key = ("golden", preset)
+    key = ("golden", preset, rate_rps)
     if key not in _BUILT:
-        wl = make_workload(preset, rate_rps=70.0, duration_s=120.0, seed=0)
+        wl = make_workload(preset, rate_rps=rate_rps, duration_s=120.0, seed=0)
         _BUILT[key] = Scenario(workload=wl, model=get_model("llama2-70b"), seed=0)
     return _BUILT[key]
 
@@ -706,7 +712,8 @@ BASELINE_FIELDS = ("baseline_jsq_spread", "baseline_jsq_sqrt")  # the only ones 
 
 def fit(train: DesSet, start, rounds: int = 2, log=print):
     """Coordinate search over the Calibration fields: each in turn, try a few multiples of its
-    value and keep the best for `objective` on the training set (ties keep the current value).
+    value and keep the best for `objective` on the training set (a gain of less than one point's
+    verdict plus one row's frontier keeps the current value).
 
     A candidate that fails more of the stored golden grids (`golden_failures`) than the start
     is refused. Baselines read only BASELINE_FIELDS and Splitwise cases only the others, so a
@@ -728,6 +735,11 @@ def fit(train: DesSet, start, rounds: int = 2, log=print):
 
     best = start
     parts = {k: counts(best, k) for k in kinds}
+    # a change must gain more than one training point's verdict and one row's frontier: less is
+    # within what a single DES run decides, not a better fit
+    resolution = 1.0 / max(sum(p[1] for p in parts.values()), 1) + 1.0 / max(
+        sum(p[3] for p in parts.values()), 1
+    )
     best_obj = total(parts)
     golden_allowed = len(golden_failures(best))  # never more golden failures than at the start
     log(f"start: objective {best_obj:.4f}, golden cases failing: {golden_allowed}")
@@ -743,7 +755,7 @@ def fit(train: DesSet, start, rounds: int = 2, log=print):
                     continue
                 trial = {**parts, kind: counts(cand, kind)}
                 obj = total(trial)
-                if obj > best_obj + 1e-9 and len(golden_failures(cand)) <= golden_allowed:
+                if obj > best_obj + resolution and len(golden_failures(cand)) <= golden_allowed:
                     best, best_obj, parts, improved = cand, obj, trial, True
                     log(f"round {r + 1}: {f.name} {cur} → {v}: objective {obj:.4f}")
                     cur = v
@@ -752,33 +764,164 @@ def fit(train: DesSet, start, rounds: int = 2, log=print):
     return best, best_obj
 
 
-def write_calibration(cal, train: DesSet, scores: dict[str, Score], path: Path) -> None:
+CALIBRATION_HEADER = (
+    "# Corrections of the analytic evaluator's queueing approximation",
+    "# (splitplan.sim.analytic.Calibration and ChunkedCalibration; each field is documented there).",
+    "# Written by the refit commands named in the provenance tables; edit only by rerunning them.",
+)
+MAIN_TABLES = ("provenance", "scores", "calibration")
+CHUNKED_TABLES = ("chunked_provenance", "chunked_scores", "chunked_calibration")
+
+
+def _toml_value(v: object) -> str:
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)  # a JSON string is a TOML basic string
+    if isinstance(v, int | float):
+        return repr(v)
+    raise TypeError(f"cannot write {v!r} to TOML")
+
+
+def _write_tables(path: Path, tables: dict[str, dict]) -> None:
+    """The calibration file: the main and the chunked tables, whichever part was refitted (the
+    other part is carried over from the file as it was)."""
+    import tomllib
+
     from splitplan._io import write_text_atomic
 
-    lines = [
-        "# Corrections of the analytic evaluator's queueing approximation",
-        "# (splitplan.sim.analytic.Calibration; each field is documented there).",
-        "# Written by the refit command below; edit only by rerunning it.",
-        "",
-        "[provenance]",
-        'command = "python -m splitplan.sim.calibrate fit --write"',
-        f'objective = "{objective.__doc__}"',
-        f'training_set = "data/sim/{TRAINING_FILE}"',
-        f'training_fingerprint = "{train.fingerprint}"',
-        f"training_cases = {len(train.cases)}",
-        f"training_points = {len(train.case)}",
-        f'date = "{_dt.date.today().isoformat()}"',
-        "",
-        "[scores]",
-    ]
-    for name, sc in scores.items():
-        lines.append(
-            f"{name} = {{ agreement = {sc.agreement:.4f}, frontier_within_one = "
-            f"{sc.frontier_within_one:.4f}, cases_frontier_ok = {sc.cases_frontier_ok:.4f} }}"
-        )
-    lines += ["", "[calibration]"]
-    lines += [f"{f.name} = {getattr(cal, f.name)!r}" for f in fields(cal)]
+    old = tomllib.loads(path.read_text()) if path.is_file() else {}
+    merged = {name: tables.get(name, old.get(name)) for name in (*MAIN_TABLES, *CHUNKED_TABLES)}
+    lines = list(CALIBRATION_HEADER)
+    for name, table in merged.items():
+        if table is None:
+            continue
+        lines += ["", f"[{name}]"] + [f"{k} = {_toml_value(v)}" for k, v in table.items()]
     write_text_atomic(path, "\n".join(lines) + "\n")
+
+
+def _score_table(sc: Score) -> dict[str, float]:
+    return {
+        "agreement": round(sc.agreement, 4),
+        "frontier_within_one": round(sc.frontier_within_one, 4),
+        "cases_frontier_ok": round(sc.cases_frontier_ok, 4),
+    }
+
+
+def write_calibration(cal, train: DesSet, scores: dict[str, Score], path: Path) -> None:
+    _write_tables(
+        path,
+        {
+            "provenance": {
+                "command": "python -m splitplan.sim.calibrate fit --write",
+                "objective": objective.__doc__ or "",
+                "training_set": f"data/sim/{TRAINING_FILE}",
+                "training_fingerprint": train.fingerprint,
+                "training_cases": len(train.cases),
+                "training_points": len(train.case),
+                "date": _dt.date.today().isoformat(),
+            },
+            "scores": {name: _score_table(sc) for name, sc in scores.items()},
+            "calibration": {f.name: getattr(cal, f.name) for f in fields(cal)},
+        },
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# the chunked-prefill corrections (baselines with BatchPolicy.CHUNKED)
+
+CHUNKED_GRIDS = GOLDEN_GRIDS / "chunked.npz"  # tests/golden/regen_chunked_grids.py writes it
+CHUNKED_IN_SAMPLE_RPS = (70.0,)
+CHUNKED_HELD_OUT_RPS = (35.0, 105.0)
+CHUNKED_JSQ_SQRT = (0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 0.9)  # the values the fit tries
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkedScore:
+    agreement: float  # mean over the cases of the all-nine verdict agreement
+    worst_agreement: float
+    worst_frontier: int  # the largest |smallest feasible N − the DES's| over the cases
+
+    def line(self) -> str:
+        return (
+            f"mean agreement {self.agreement:.3f}  worst {self.worst_agreement:.3f}  "
+            f"frontier ±{self.worst_frontier}"
+        )
+
+
+def chunked_score(cal, rates: tuple[float, ...]) -> ChunkedScore:
+    """The chunked-prefill model (with `cal`) against the stored DES sweeps at `rates`."""
+    from splitplan.design import get_design
+    from splitplan.sim.analytic import evaluate_grid
+
+    with np.load(CHUNKED_GRIDS) as z:
+        g = {k: z[k] for k in ("design", "preset", "rate_rps", "machines", "meets")}
+    stats = []
+    for d in sorted(set(g["design"].tolist())):
+        for preset in GOLDEN_PRESETS:
+            for r in rates:
+                sel = (g["design"] == d) & (g["preset"] == preset) & (g["rate_rps"] == r)
+                n = g["machines"][sel].astype(np.int64)
+                meets = g["meets"][sel]
+                got = evaluate_grid(
+                    get_design(d), n, np.zeros_like(n), _golden_scenario(preset, r), chunked_calibration=cal
+                ).meets_slo
+                none = len(n) + 1
+                des = int(n[meets].min()) if meets.any() else none
+                ana = int(n[got].min()) if got.any() else none
+                stats.append((float(np.mean(got == meets)), abs(des - ana)))
+    return ChunkedScore(
+        agreement=float(np.mean([a for a, _ in stats])),
+        worst_agreement=min(a for a, _ in stats),
+        worst_frontier=max(f for _, f in stats),
+    )
+
+
+def fit_chunked(start, log=print):
+    """Grid search over ChunkedCalibration.jsq_sqrt (jsq_spread kept): the value with the best
+    mean in-sample agreement (70 req/s); ties keep the current value. Held-out rates are printed
+    beside each value, never used to choose."""
+    best, best_score = start, chunked_score(start, CHUNKED_IN_SAMPLE_RPS)
+    for v in CHUNKED_JSQ_SQRT:
+        cand = replace(start, jsq_sqrt=v)
+        fit_sc, held = chunked_score(cand, CHUNKED_IN_SAMPLE_RPS), chunked_score(cand, CHUNKED_HELD_OUT_RPS)
+        log(f"jsq_sqrt={v:.2f}  in-sample {fit_sc.line()}  |  held out {held.line()}")
+        if fit_sc.agreement > best_score.agreement + 1e-9:
+            best, best_score = cand, fit_sc
+    return best
+
+
+def write_chunked_calibration(cal, scores: dict[str, ChunkedScore], path: Path) -> None:
+    with np.load(CHUNKED_GRIDS) as z:
+        meta = json.loads(str(z["meta"]))
+    _write_tables(
+        path,
+        {
+            "chunked_provenance": {
+                "command": "python -m splitplan.sim.calibrate fit-chunked --write",
+                "objective": "mean all-nine verdict agreement with the DES over the in-sample sweeps",
+                "training_set": "tests/golden/des_grids/chunked.npz",
+                "training_rates_rps": ", ".join(f"{r:g}" for r in CHUNKED_IN_SAMPLE_RPS),
+                "held_out_rates_rps": ", ".join(f"{r:g}" for r in CHUNKED_HELD_OUT_RPS),
+                "training_designs": ", ".join(meta.get("designs", [])),
+                "searched": "jsq_sqrt over "
+                + ", ".join(f"{v:g}" for v in CHUNKED_JSQ_SQRT)
+                + " (jsq_spread kept from the mixed-batching baselines' form)",
+                "date": _dt.date.today().isoformat(),
+            },
+            "chunked_scores": {
+                name: {
+                    "agreement": round(sc.agreement, 4),
+                    "worst_agreement": round(sc.worst_agreement, 4),
+                    "worst_frontier": sc.worst_frontier,
+                }
+                for name, sc in scores.items()
+            },
+            "chunked_calibration": {f.name: getattr(cal, f.name) for f in fields(cal)},
+        },
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -793,6 +936,8 @@ def main(argv: list[str] | None = None) -> int:
     f = sub.add_parser("fit", help="refit the Calibration on the training set")
     f.add_argument("--write", action="store_true", help=f"store the fit in data/sim/{CALIBRATION_FILE}")
     f.add_argument("--rounds", type=int, default=2)
+    c = sub.add_parser("fit-chunked", help="refit the ChunkedCalibration on the stored chunked DES sweeps")
+    c.add_argument("--write", action="store_true", help=f"store the fit in data/sim/{CALIBRATION_FILE}")
     s = sub.add_parser("score", help="score the shipped Calibration")
     s.add_argument("--set", choices=("training", "validation", "both"), default="both")
     args = ap.parse_args(argv)
@@ -807,6 +952,24 @@ def main(argv: list[str] | None = None) -> int:
                 f"walked rows in {ds.meta['wall_s']:.0f} s; {ds.fingerprint}",
                 flush=True,
             )
+        return 0
+    if args.cmd == "fit-chunked":
+        from splitplan.sim.analytic import CHUNKED_CALIBRATION
+
+        if not CHUNKED_GRIDS.is_file():
+            print(f"error: {CHUNKED_GRIDS} not found (run from a checkout)", file=sys.stderr)
+            return 2
+        ccal = fit_chunked(CHUNKED_CALIBRATION)
+        cscores = {
+            "in_sample": chunked_score(ccal, CHUNKED_IN_SAMPLE_RPS),
+            "held_out": chunked_score(ccal, CHUNKED_HELD_OUT_RPS),
+        }
+        for name, csc in cscores.items():
+            print(f"{name:<10} {csc.line()}")
+        print("fitted:", ", ".join(f"{f.name}={getattr(ccal, f.name)!r}" for f in fields(ccal)))
+        if args.write:
+            write_chunked_calibration(ccal, cscores, out / CALIBRATION_FILE)
+            print(f"wrote {out / CALIBRATION_FILE}")
         return 0
     from splitplan.sim.analytic import CALIBRATION
 

@@ -164,39 +164,49 @@ I_ITERS = 7
 _NI = 8
 
 
-# request-state fields: integers (rq) and floats (rf), one row per request
-R_STAGE = 0
-R_GEN = 1
-R_PREEMPT = 2
-R_KEY0 = 3
-R_BLOCKED = 4
-R_MARK = 5
-R_RESV = 6
-R_PM = 7
-R_TM = 8
-R_P = 9
-R_OTOK = 10
-R_PDONE = 11  # prompt tokens computed, counting the running chunk (chunked prefill; 0 otherwise)
-_NR = 12  # 96 bytes
-Q_ARR = 0
-Q_KVP = 1
-Q_KVT = 2
-Q_XFER_S = 3
-Q_TTFT = 4
-Q_E2E = 5
-Q_PSTART = 6
-_NQ = 8  # padded to 64 bytes
+# request state: one 64-byte record per request (index = request id), aligned to a cache line, so
+# an event touches one line per request of a batch. Read as 16 int32 (rq) or as 8 float64 (rf, the
+# same bytes): the floats KV bytes of the prompt and of the decode in rf columns 0 and 1 (int32
+# columns 0-3), the integer fields in int32 columns 4-15. No byte is read in both forms. Arrival and
+# transfer times are read from the kernel's input arrays, TTFT, E2E and prompt start written to the
+# output arrays (once per request each).
+Q_KVP = 0
+Q_KVT = 1
+R_STAGE = 4
+R_GEN = 5
+R_PREEMPT = 6
+R_KEY0 = 7
+R_BLOCKED = 8
+R_MARK = 9  # the epoch (iteration start) that selected the task; 32-bit, see EPOCH_WRAP
+R_RESV = 10
+R_PM = 11
+R_TM = 12
+R_P = 13
+R_OTOK = 14
+R_PDONE = 15  # prompt tokens computed, counting the running chunk (chunked prefill; 0 otherwise)
+_NR = 16  # int32 columns: 64 bytes
+EPOCH_WRAP = (1 << 31) - 1  # marks are cleared and epochs restart at 1 before int32 overflows
 
 
 @nb.njit(cache=True)
-def _wait_insert(wait, mint, m, r, rq, rf):
+def _aligned_zeros(rows, cols, dtype):
+    # a C-contiguous (rows, cols) array of zeros whose data starts on a 64-byte boundary
+    buf = np.zeros(rows * cols + 64, dtype)
+    item = buf.itemsize
+    off = ((-buf.ctypes.data) % 64) // item
+    return buf[off : off + rows * cols].reshape((rows, cols))
+
+
+@nb.njit(cache=True)
+def _wait_insert(wait, mint, m, r, rq, arr):
+    # into machine m's queue, ordered by (key, arrival), after equal ones
     n = mint[m, I_WAIT_N]
     k = rq[r, R_KEY0]
-    a = rf[r, Q_ARR]
+    a = arr[r]
     pos = n
     while pos > 0:
         q = wait[pos - 1, m]
-        if rq[q, R_KEY0] < k or (rq[q, R_KEY0] == k and rf[q, Q_ARR] <= a):
+        if rq[q, R_KEY0] < k or (rq[q, R_KEY0] == k and arr[q] <= a):
             break
         wait[pos, m] = q
         pos -= 1
@@ -260,6 +270,8 @@ def _start_chunked(
     newb,
     rq,
     rf,
+    arr,
+    pstart,
     mf,
     mint,
     ptab,
@@ -352,7 +364,7 @@ def _start_chunked(
             rq[r, R_KEY0] = rq[r, R_PREEMPT]
             if mint[m, I_WAIT_N] >= wait_cap:
                 return STATUS_UNSTABLE
-            _wait_insert(wait, mint, m, r, rq, rf)
+            _wait_insert(wait, mint, m, r, rq, arr)
     # remove the selected tasks from the queue; everyone left waiting counts a preemption
     w = 0
     for i in range(mint[m, I_WAIT_N]):
@@ -380,7 +392,7 @@ def _start_chunked(
                 if reserve_decode and rq[r, R_TM] == m:
                     mf[m, F_MEM] += rf[r, Q_KVT]
                     rq[r, R_RESV] = True
-                rf[r, Q_PSTART] = t
+                pstart[r] = t
             piece = min(rq[r, R_P] - done, left)
             left -= piece
             rq[r, R_PDONE] = done + piece
@@ -457,26 +469,23 @@ def simulate_kernel(
     # budget of chunk_budget tokens per iteration (see _start_chunked); its statistics are returned.
     n = arr.shape[0]
     M = cls.shape[0]
-    # ---- request state: one row of integers and one of floats per request (the fields an event
-    # touches share cache lines: with many requests in flight, separate arrays cost a miss each)
-    rq = np.zeros((n, _NR), np.int64)
-    rf = np.empty((n, _NQ))
+    # ---- request state: one cache line per request (R_* / Q_* above); outputs in their own arrays
+    rq = _aligned_zeros(n, _NR, np.int32)
+    rf = rq.view(np.float64)
     for r in range(n):
+        rf[r, Q_KVP] = kvp[r]
+        rf[r, Q_KVT] = kvt[r]
         rq[r, R_PM] = -1
         rq[r, R_TM] = -1
         rq[r, R_P] = p[r]
         rq[r, R_OTOK] = otok[r]
-        rf[r, Q_ARR] = arr[r]
-        rf[r, Q_KVP] = kvp[r]
-        rf[r, Q_KVT] = kvt[r]
-        rf[r, Q_XFER_S] = xfer_s[r]
-        rf[r, Q_TTFT] = np.nan
-        rf[r, Q_E2E] = np.nan
-        rf[r, Q_PSTART] = np.nan
+    ttft = np.full(n, np.nan)
+    e2e = np.full(n, np.nan)
+    pstart = np.full(n, np.nan)
     # ---- machine state: one row per machine (a machine's fields share cache lines, which keeps
     # large fleets fast), its queue and batch as columns (queue heads of all machines contiguous)
-    mf = np.zeros((M, _NF))
-    mint = np.zeros((M, _NI), np.int64)
+    mf = _aligned_zeros(M, _NF, np.float64)
+    mint = _aligned_zeros(M, _NI, np.int64)
     for m in range(M):
         mf[m, F_RUN_END] = INF
     # only entries below a machine's count are ever read: np.empty leaves the pages of unused
@@ -519,7 +528,7 @@ def simulate_kernel(
     # ------------------------------------------------------------------ helpers (inlined loops)
     while True:
         # ---- stability guard: the oldest request must have started each phase within the bound
-        while guard < next_arr and rf[guard, Q_ARR] < t - max_backlog_s:
+        while guard < next_arr and arr[guard] < t - max_backlog_s:
             s = rq[guard, R_STAGE]
             fresh_decode = s == S_TWAIT and rq[guard, R_GEN] == 0 and not rq[guard, R_BLOCKED]
             if s == S_PWAIT or fresh_decode or s == S_XFER:
@@ -532,7 +541,7 @@ def simulate_kernel(
             status = STATUS_INTERRUPTED
             break
         # ---- next event
-        t_arr = rf[next_arr, Q_ARR] if next_arr < n else INF
+        t_arr = arr[next_arr] if next_arr < n else INF
         t_m = rt_v[1]
         mi = rt_i[1] if t_m < INF else -1
         t_x = xt_v[1]
@@ -554,7 +563,7 @@ def simulate_kernel(
                     continue
                 mf[b, F_MEM] += rf[r, Q_KVP]
                 xf_inflight[xi] = True
-                xf_time[xi] = t + rf[r, Q_XFER_S]
+                xf_time[xi] = t + xfer_s[r]
                 _tree_set(xt_v, xt_i, 0, SX, xi, xf_time[xi])
                 continue
             # transfer complete: remove from list (the last slot moves into its place)
@@ -568,7 +577,7 @@ def simulate_kernel(
             mf[a, F_SCHED_MEM] -= rf[r, Q_KVP]
             _tree_set(mt_v, mt_i, mint[a, I_POOL] * S2, S, a, mf[a, F_SCHED_MEM])
             if rq[r, R_OTOK] == 0:
-                rf[r, Q_E2E] = t - rf[r, Q_ARR]
+                e2e[r] = t - arr[r]
                 rq[r, R_STAGE] = S_DONE
                 mf[b, F_MEM] -= rf[r, Q_KVP]
                 mf[b, F_SCHED_MEM] -= rf[r, Q_KVP]
@@ -583,7 +592,7 @@ def simulate_kernel(
                 if mint[b, I_WAIT_N] >= wait_cap:
                     status = STATUS_UNSTABLE
                     break
-                _wait_insert(wait, mint, b, r, rq, rf)
+                _wait_insert(wait, mint, b, r, rq, arr)
                 wake = -1
                 # task arrival on the token machine
                 if mint[b, I_BATCH_N] == 0:
@@ -624,13 +633,13 @@ def simulate_kernel(
                         if mint[m, I_WAIT_N] >= wait_cap:
                             status = STATUS_UNSTABLE
                             break
-                        _wait_insert(wait, mint, m, r, rq, rf)
+                        _wait_insert(wait, mint, m, r, rq, arr)
                         continue
-                    rf[r, Q_TTFT] = t - rf[r, Q_ARR]
+                    ttft[r] = t - arr[r]
                     mf[m, F_SCHED_PEND] -= rq[r, R_P]
                     if rq[r, R_TM] == m:
                         if rq[r, R_OTOK] == 0:
-                            rf[r, Q_E2E] = rf[r, Q_TTFT]
+                            e2e[r] = ttft[r]
                             rq[r, R_STAGE] = S_DONE
                             mf[m, F_MEM] -= rf[r, Q_KVP]
                             mf[m, F_SCHED_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
@@ -642,7 +651,7 @@ def simulate_kernel(
                             if mint[m, I_WAIT_N] >= wait_cap:
                                 status = STATUS_UNSTABLE
                                 break
-                            _wait_insert(wait, mint, m, r, rq, rf)
+                            _wait_insert(wait, mint, m, r, rq, arr)
                     else:
                         rq[r, R_STAGE] = S_XFER
                         if xf_n == SX:
@@ -656,7 +665,7 @@ def simulate_kernel(
                 else:
                     rq[r, R_GEN] += k
                     if rq[r, R_GEN] >= rq[r, R_OTOK]:
-                        rf[r, Q_E2E] = t - rf[r, Q_ARR]
+                        e2e[r] = t - arr[r]
                         rq[r, R_STAGE] = S_DONE
                         mf[m, F_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
                         mf[m, F_SCHED_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
@@ -743,7 +752,7 @@ def simulate_kernel(
             if mint[m, I_WAIT_N] >= wait_cap:
                 status = STATUS_UNSTABLE
                 break
-            _wait_insert(wait, mint, m, r, rq, rf)
+            _wait_insert(wait, mint, m, r, rq, arr)
             if mint[m, I_BATCH_N] == 0:
                 if mf[m, F_MEM] + rf[r, Q_KVP] > cap[cls[m]]:
                     continue
@@ -769,6 +778,10 @@ def simulate_kernel(
 
         # ================================================================ start an iteration on m
         epoch += 1
+        if epoch == EPOCH_WRAP:
+            for r in range(n):
+                rq[r, R_MARK] = 0
+            epoch = 1
         if chunked and mint[m, I_POOL] == P_MIXED:
             status = _start_chunked(
                 m,
@@ -786,6 +799,8 @@ def simulate_kernel(
                 newb,
                 rq,
                 rf,
+                arr,
+                pstart,
                 mf,
                 mint,
                 ptab,
@@ -921,7 +936,7 @@ def simulate_kernel(
                 if mint[m, I_WAIT_N] >= wait_cap:
                     status = STATUS_UNSTABLE
                     break
-                _wait_insert(wait, mint, m, r, rq, rf)
+                _wait_insert(wait, mint, m, r, rq, arr)
         if status != STATUS_OK:
             break
         # remove the selected tasks from the queue; everyone left waiting counts a preemption
@@ -947,7 +962,7 @@ def simulate_kernel(
                 if reserve_decode and rq[r, R_TM] == m:
                     mf[m, F_MEM] += rf[r, Q_KVT]
                     rq[r, R_RESV] = True
-                rf[r, Q_PSTART] = t
+                pstart[r] = t
                 nprompt += 1
             else:
                 if s == S_TWAIT:
@@ -991,10 +1006,7 @@ def simulate_kernel(
     busy = mf[:, F_BUSY].copy()
     iters = mint[:, I_ITERS].copy()
     batch_time = mf[:, F_BATCH_TIME].copy()
-    ttft = rf[:, Q_TTFT].copy()
-    e2e = rf[:, Q_E2E].copy()
-    pstart = rf[:, Q_PSTART].copy()
-    pm = rq[:, R_PM].copy()
-    tm = rq[:, R_TM].copy()
-    preempt = rq[:, R_PREEMPT].copy()
+    pm = rq[:, R_PM].astype(np.int64)
+    tm = rq[:, R_TM].astype(np.int64)
+    preempt = rq[:, R_PREEMPT].astype(np.int64)
     return (status, ttft, e2e, pstart, pm, tm, preempt, busy, iters, batch_time, pool_moves, events, t, stats)

@@ -47,12 +47,12 @@ def parse_memory(text: str | None) -> float:
         return DEFAULT_RAM_FRACTION * total_ram_bytes()
     m = _SIZE.match(str(text))
     if not m:
-        raise InputError(f"--max-memory must be a size like 4GB, 512MB or 2GiB, got {text!r}")
+        raise InputError(f"`max_memory` must be a size like 4GB, 512MB or 2GiB, got {text!r}")
     value, unit, suffix = float(m.group(1)), m.group(2).lower(), m.group(3) or ""
     scale = _IUNITS[unit] if suffix.lower() == "ib" else _UNITS[unit]
     size = value * scale
     if not (math.isfinite(size) and size >= 1e6):
-        raise InputError(f"--max-memory must be at least 1MB, got {text!r}")
+        raise InputError(f"`max_memory` must be at least 1MB, got {text!r}")
     return size
 
 
@@ -78,7 +78,7 @@ def check_memory(estimate: float, budget: float, what: str, advice: str) -> None
     if estimate > budget:
         raise InputError(
             f"{what} needs an estimated {_gb(estimate)} of memory, above the budget of {_gb(budget)} "
-            f"(--max-memory); {advice}"
+            f"(`max_memory`); {advice}"
         )
 
 

@@ -37,7 +37,7 @@ def _from_json(path: Path) -> list[dict[str, Any]]:
         raise InputError(f"{path} is not valid JSON: {exc}") from None
     results = doc.get("results") if isinstance(doc, dict) else None
     if not isinstance(results, list):
-        raise InputError(f"{path} is not a `search --json` document: no `results` list")
+        raise InputError(f"{path} is not a `search --json` document: it has no results list")
     rows = []
     for r in results:
         if not isinstance(r, dict) or any(k not in r for k in _NEEDED):

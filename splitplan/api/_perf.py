@@ -120,7 +120,7 @@ def perf_fit(
     from splitplan.perf.stacks import save_stack
 
     if cv not in (None, "group"):
-        raise InputError(f"--cv must be 'group', got {cv!r}")
+        raise InputError(f"`cv` must be 'group', got {cv!r}")
     if not name or "/" in name or name.startswith(".") or name == "analytic":
         raise InputError(f"stack name {name!r} is not allowed (a plain file name other than 'analytic')")
     opts = FitOptions(

@@ -22,10 +22,10 @@ def check_plan_path(path: str | Path | None) -> None:
         return
     p = Path(path)
     if p.suffix.lower() not in (".yaml", ".yml"):
-        raise InputError(f"--export-plan must end in .yaml or .yml, got {p.name}")
+        raise InputError(f"`export_plan` must end in .yaml or .yml, got {p.name}")
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
-        raise InputError(f"--export-plan: output folder {parent} does not exist")
+        raise InputError(f"`export_plan`: output folder {parent} does not exist")
 
 
 def _scenario(req: SearchRequest) -> Scenario:

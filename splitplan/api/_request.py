@@ -158,7 +158,7 @@ def save_request(req: SearchRequest, path: str | Path) -> Path:
     """Write `req` to `path` (.toml) atomically."""
     target = Path(path)
     if target.suffix.lower() != ".toml":
-        raise InputError(f"--save-request must end in .toml, got {target.name}")
+        raise InputError(f"`save_request` must end in .toml, got {target.name}")
     write_text_atomic(target, request_toml(req))
     return target
 

@@ -25,7 +25,7 @@ from splitplan.search import (
     scenario_fingerprint,
 )
 from splitplan.search.objective import Engine, Method, Objective, parse_enum
-from splitplan.search.parallel import BACKENDS, ProgressSink
+from splitplan.search.parallel import ProgressSink, check_execution
 from splitplan.search.problem import DEFAULT_BAND, DEFAULT_BASELINE_MAX, DEFAULT_SPLIT_RANGE
 from splitplan.slo import SloSpec
 
@@ -170,12 +170,7 @@ class SearchRequest:
         mm = self.max_machines
         if mm is not None and (isinstance(mm, bool) or not isinstance(mm, int) or mm < 1):
             raise InputError(f"`max_machines` must be a whole number ≥ 1, got {mm!r}")
-        if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs == 0 or self.jobs < -1:
-            raise InputError(f"`jobs` must be a positive integer (or -1 for all cores), got {self.jobs!r}")
-        if self.backend not in BACKENDS:
-            raise InputError(f"`backend` must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
-        if self.backend == "dask" and not self.scheduler:
-            raise InputError("`backend` dask needs `scheduler` (an address such as tcp://host:8786)")
+        check_execution(self.jobs, self.backend, self.scheduler)
 
 
 def _instance_options(req: SearchRequest, which: str) -> dict[str, tuple]:
@@ -378,7 +373,7 @@ def search(
     _check_instances_fit(problem, scenario)
     if req.chunk_tokens is not None and not any(sp.name in CHUNKED_DESIGNS for sp in problem.spaces):
         raise InputError(
-            "--chunk-tokens applies to chunked-prefill designs: add --design chunked-a100 or chunked-h100"
+            "`chunk_tokens` applies to chunked-prefill designs: add `design` chunked-a100 or chunked-h100"
         )
     from splitplan.search.store import CooperativeEvaluator, open_board
 

@@ -49,7 +49,7 @@ def build_scenario(
 
     wr = workload or WorkloadRequest()
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise InputError(f"--seed must be a whole number ≥ 0, got {seed!r}")
+        raise InputError(f"`seed` must be a whole number ≥ 0, got {seed!r}")
     sim = load_config(config, **({} if chunk_tokens is None else {"chunk_tokens": chunk_tokens}))
     perf_source = perf or config_perf(config) or DEFAULT_STACK
     resolve_perf(perf_source)  # a clear error now for an unknown name or a missing file
@@ -101,18 +101,18 @@ def resolve_design(
     from splitplan.catalog import validate_power_cap
     from splitplan.design import make_instance
 
-    pc = None if prompt_power_cap is None else validate_power_cap(prompt_power_cap, "--prompt-power-cap")
-    tc = None if token_power_cap is None else validate_power_cap(token_power_cap, "--token-power-cap")
+    pc = None if prompt_power_cap is None else validate_power_cap(prompt_power_cap, "`prompt_power_cap`")
+    tc = None if token_power_cap is None else validate_power_cap(token_power_cap, "`token_power_cap`")
     prompt_inst = (prompt_tp, prompt_precision, prompt_kv_precision)
     token_inst = (token_tp, token_precision, token_kv_precision)
     if name is None or name.lower().startswith("custom"):
         if prompt_gpu is None and token_gpu is None:
             if name is not None:
-                raise InputError("a custom design needs --prompt-gpu (and optionally --token-gpu)")
+                raise InputError("a custom design needs `prompt_gpu` (and optionally `token_gpu`)")
             name = "splitwise-hh"
         else:
             if prompt_gpu is None:
-                raise InputError("a custom design needs --prompt-gpu (and optionally --token-gpu)")
+                raise InputError("a custom design needs `prompt_gpu` (and optionally `token_gpu`)")
             return custom_design(
                 prompt_gpu,
                 token_gpu,
@@ -140,8 +140,8 @@ def resolve_design(
     if base.is_baseline:
         if token_gpu is not None or tc is not None or any(x is not None for x in token_inst):
             raise InputError(
-                f"{base.name} has one pool: use --prompt-gpu/--prompt-power-cap/--prompt-tp/"
-                "--prompt-precision/--prompt-kv-precision for its machines, not the --token-* options"
+                f"{base.name} has one pool: use `prompt_gpu`/`prompt_power_cap`/`prompt_tp`/"
+                "`prompt_precision`/`prompt_kv_precision` for its machines, not the token pool's"
             )
         if prompt_gpu is None and pc is None and all(x is None for x in prompt_inst):
             return base
@@ -169,22 +169,22 @@ def _count(value: int | None, option: str, low: int = 1) -> int | None:
 
 
 def make_config(design: Design, prompt: int | None, token: int | None, machines: int | None) -> ClusterConfig:
-    prompt = _count(prompt, "--prompt")
-    token = _count(token, "--token")
-    machines = _count(machines, "--machines")
+    prompt = _count(prompt, "`prompt`")
+    token = _count(token, "`token`")
+    machines = _count(machines, "`machines`")
     if design.is_baseline:
         if prompt is not None or token is not None:
             raise InputError(
-                f"{design.name} is a baseline (one pool): give its size with --machines N, "
-                "not --prompt/--token"
+                f"{design.name} is a baseline (one pool): give its size with `machines` N, "
+                "not `prompt`/`token`"
             )
         if machines is None:
-            raise InputError(f"{design.name} is a baseline: give its size with --machines N")
+            raise InputError(f"{design.name} is a baseline: give its size with `machines` N")
         return ClusterConfig.baseline(design, machines)
     if machines is not None:
-        raise InputError(f"{design.name} has two pools: give --prompt P and --token T, not --machines")
+        raise InputError(f"{design.name} has two pools: give `prompt` P and `token` T, not `machines`")
     if prompt is None or token is None:
-        raise InputError(f"{design.name} needs --prompt P and --token T")
+        raise InputError(f"{design.name} needs `prompt` P and `token` T")
     return ClusterConfig(design=design, prompt_machines=prompt, token_machines=token)
 
 
@@ -208,7 +208,7 @@ def requests_table(result: SimResult, scenario: Scenario | None = None):  # -> p
     from splitplan.report.output_schema import build_table
 
     if result.per_request is None:
-        raise InputError(f"the {result.engine} engine keeps no per-request results; use --engine des")
+        raise InputError(f"the {result.engine} engine keeps no per-request results; use `engine` des")
     legacy = {"splitplan.config": result.config.label, "splitplan.engine": result.engine}
     context: dict[str, object] = {
         "design": result.config.design.name,

@@ -146,16 +146,16 @@ def trace_generate(
     recipe="splitwise-sim" reproduces the reference simulator's own generator instead: `workload` must
     then be an Azure-format CSV path (sizes drawn from its columns); seed and arrival do not apply.
     """
-    _check_out(out, "--out")
+    _check_out(out, "`out`")
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise InputError(f"--seed must be a whole number ≥ 0, got {seed!r}")
+        raise InputError(f"`seed` must be a whole number ≥ 0, got {seed!r}")
     if recipe is not None:
         if recipe not in RECIPES:
             raise InputError(f"unknown recipe {recipe!r}; choose from {', '.join(RECIPES)}")
         if rate_rps is None or duration_s is None:
-            raise InputError("recipe splitwise-sim needs --rate and --duration")
+            raise InputError("recipe splitwise-sim needs `rate` and `duration`")
         if requests is not None or arrival != "poisson" or cv != 1.0 or seed != 0:
-            raise InputError("recipe splitwise-sim takes only --rate, --duration and a sizes CSV")
+            raise InputError("recipe splitwise-sim takes only `rate`, `duration` and a sizes CSV")
         if not Path(workload).is_file():
             raise InputError(f"recipe splitwise-sim needs an Azure-format CSV path, got {workload!r}")
         wl = splitwise_sim_trace(rate_rps, duration_s, workload)

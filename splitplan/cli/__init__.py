@@ -186,7 +186,10 @@ def _main(argv: list[str] | None) -> int:
         print(f"splitplan: {exc}", file=sys.stderr)
         return 0
     except SplitplanError as exc:
-        print(f"splitplan: error: {_one_line(exc)}", file=sys.stderr)
+        from splitplan.cli._parse import params_as_flags
+
+        # library messages name parameters (`max_machines`); a CLI user typed --max-machines
+        print(f"splitplan: error: {params_as_flags(_one_line(exc))}", file=sys.stderr)
         return 2
     except MemoryError:
         print(

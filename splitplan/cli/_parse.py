@@ -50,12 +50,16 @@ def library_errors_as_flags() -> Iterator[None]:
     try:
         yield
     except InputError as exc:
-        text = _PARAM.sub(lambda m: "--" + _FLAG.get(m.group(1), m.group(1)).replace("_", "-"), str(exc))
-        raise InputError(text) from None
+        raise InputError(params_as_flags(str(exc))) from None
+
+
+def params_as_flags(text: str) -> str:
+    """`max_machines` → --max-machines in a library message (the CLI's spelling of the parameter)."""
+    return _PARAM.sub(lambda m: "--" + _FLAG.get(m.group(1), m.group(1)).replace("_", "-"), text)
 
 
 # library parameter → CLI option where the names differ (repeatable options are singular)
-_FLAG = {"prompt_gpus": "prompt_gpu", "token_gpus": "token_gpu", "split_seed": "seed"}
+_FLAG = {"prompt_gpus": "prompt_gpu", "token_gpus": "token_gpu", "split_seed": "seed", "designs": "design"}
 _PARAM = re.compile(r"`([a-z][a-z0-9_]*)`")
 
 

@@ -309,7 +309,7 @@ def write_plan(doc: Mapping[str, Any], path: str | Path) -> Path:
     """Write the plan as YAML atomically; the file name must end in .yaml or .yml."""
     target = Path(path)
     if target.suffix.lower() not in (".yaml", ".yml"):
-        raise InputError(f"--export-plan must end in .yaml or .yml, got {target.name}")
+        raise InputError(f"`export_plan` must end in .yaml or .yml, got {target.name}")
     header = (
         f"splitplan {__version__} deployment plan for {doc['design']['configuration']}\n"
         "Engine settings for each field: docs/howto/export-a-deployment-plan.md"

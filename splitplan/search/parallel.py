@@ -24,6 +24,17 @@ class ProgressSink(Protocol):
 BACKENDS = ("loky", "dask")
 
 
+def check_execution(jobs: object, backend: object, scheduler: object) -> None:
+    """The rule for where tasks may run, checked wherever a request names it (search requests
+    validate it before any work; a Runner checks it again when built directly)."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0 or jobs < -1:
+        raise InputError(f"`jobs` must be a positive integer (or -1 for all cores), got {jobs!r}")
+    if backend not in BACKENDS:
+        raise InputError(f"`backend` must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if backend == "dask" and not scheduler:
+        raise InputError("`backend` dask needs `scheduler` (an address such as tcp://host:8786)")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Runner:
     """Where tasks run. `jobs` = 1 with the loky backend runs in-process (no pickling, no start-up)."""
@@ -37,12 +48,7 @@ class Runner:
     _calls: list[int] = field(default_factory=lambda: [0], compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.jobs, int) or self.jobs == 0 or self.jobs < -1:
-            raise InputError(f"--jobs must be a positive integer (or -1 for all cores), got {self.jobs!r}")
-        if self.backend not in BACKENDS:
-            raise InputError(f"--backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
-        if self.backend == "dask" and not self.scheduler:
-            raise InputError("--backend dask needs --scheduler ADDRESS (e.g. tcp://host:8786)")
+        check_execution(self.jobs, self.backend, self.scheduler)
 
     @property
     def workers(self) -> int:
@@ -143,7 +149,7 @@ class Runner:
             from distributed import Client
         except ImportError:
             raise InputError(
-                "--backend dask needs the 'distributed' package (pip install splitplan[dask])"
+                "`backend` dask needs the 'distributed' package (pip install splitplan[dask])"
             ) from None
         import joblib
 

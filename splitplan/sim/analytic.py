@@ -316,7 +316,7 @@ def _draw_sample(scenario: Scenario, n: int | None) -> _Sample:
     ref = scenario.reference_perf()
     r_ttft, r_tbt, r_e2e = reference_latencies(ref, p, o)
     duration = max(float(wl.arrival_s[-1] - wl.arrival_s[0]), 1e-9)
-    rate = (wl.n - 1) / duration if wl.n > 1 else 1.0
+    rate = wl.interarrival_rate_rps
     return _Sample(
         p,
         o,

@@ -55,11 +55,20 @@ class Workload:
     #   differs by sampling noise);
     # - `offered_rate_rps`: the rate a plan is sized for — the target where there is one, else the
     #   observed rate. Searches, heatmaps and deployment plans use it.
+    # - `interarrival_rate_rps`: the arrival process's rate estimated from the gaps between
+    #   arrivals, (n − 1) ÷ (last − first) — what a queue sees, whatever time the trace starts at
+    #   (the analytic evaluator's arrival rate).
     # A throughput (`SimResult.throughput_rps`, completed requests ÷ time) is a result, not a rate
     # of the workload; a search's rate factor scales `offered_rate_rps` (search.evaluate.scale_rate).
     @property
     def rate_rps(self) -> float:
         return self.n / self.duration_s if self.duration_s > 0 else float("inf")
+
+    @property
+    def interarrival_rate_rps(self) -> float:
+        if self.n < 2:
+            return 1.0  # no gap to measure: a nominal rate (one request sees no queue anyway)
+        return (self.n - 1) / max(float(self.arrival_s[-1] - self.arrival_s[0]), 1e-9)
 
     @property
     def offered_rate_rps(self) -> float:

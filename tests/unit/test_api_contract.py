@@ -100,3 +100,28 @@ def test_library_errors_name_parameters_not_flags() -> None:
             api.SearchRequest(**kwargs)  # type: ignore[arg-type]
         assert name in str(info.value)
         assert "--" not in str(info.value)
+
+
+def test_errors_of_the_other_library_entry_points_name_parameters_not_flags(tmp_path) -> None:
+    import pytest
+
+    from splitplan.api._memory import parse_memory
+    from splitplan.api._plan import check_plan_path
+    from splitplan.design import get_design
+    from splitplan.errors import InputError
+    from splitplan.search.parallel import Runner
+
+    hh, a100 = get_design("splitwise-hh"), get_design("baseline-a100")
+    for call, name in (
+        (lambda: api.make_config(hh, None, None, 3), "`machines`"),
+        (lambda: api.make_config(a100, 2, 2, None), "`machines`"),
+        (lambda: api.build_scenario(seed=-1), "`seed`"),
+        (lambda: api.resolve_design("splitwise-hh", prompt_power_cap=1.5), "`prompt_power_cap`"),
+        (lambda: check_plan_path(tmp_path / "plan.txt"), "`export_plan`"),
+        (lambda: parse_memory("lots"), "`max_memory`"),
+        (lambda: Runner(jobs=0), "`jobs`"),
+    ):
+        with pytest.raises(InputError) as info:
+            call()
+        assert name in str(info.value)
+        assert "--" not in str(info.value)

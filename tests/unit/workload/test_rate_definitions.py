@@ -42,3 +42,12 @@ def test_search_and_heatmap_size_for_the_same_rate() -> None:
     design = api.resolve_design("splitwise-hh")
     hm = api.heatmap(design, scenario, (2, 4), (1, 2), "analytic")
     assert float(hm.meta["rate_rps"]) == scenario.workload.offered_rate_rps == 20.0
+
+
+def test_the_interarrival_rate_ignores_when_the_trace_starts() -> None:
+    # what a queue sees: three gaps over 3 s, whether the first request comes at 0 s or at 100 s
+    ones = np.ones(4)
+    early = Workload(arrival_s=np.array([0.0, 1.0, 2.0, 3.0]), prompt_tokens=ones, output_tokens=ones)
+    late = Workload(arrival_s=np.array([100.0, 101.0, 102.0, 103.0]), prompt_tokens=ones, output_tokens=ones)
+    assert early.interarrival_rate_rps == late.interarrival_rate_rps == 1.0
+    assert late.rate_rps == pytest.approx(4 / 103)

@@ -138,7 +138,10 @@ def test_documented_commands_fit_80_columns(doc, tmp_path, monkeypatch, capsys):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("doc", DOCS, ids=[d.name for d in DOCS])
-def test_documented_full_size_commands_fit_80_columns(doc, tmp_path, monkeypatch, capsys):
+def test_documented_full_size_commands_fit_80_columns(doc, tmp_path, monkeypatch, capsys, request):
+    # every document's full-size searches take minutes: only where the run asks for slow tests
+    if "slow" not in (request.config.getoption("markexpr") or ""):
+        pytest.skip("full-size searches of the documents: run with -m slow")
     _run_doc(doc, tmp_path, monkeypatch, capsys, include_full=True)
 
 

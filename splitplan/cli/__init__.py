@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from typing import Annotated
 
@@ -220,4 +221,8 @@ def run() -> None:  # pragma: no cover - console script shim
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+    # The work is done and said; an interrupt now has nothing left to stop, and would only print
+    # "Exception ignored" from whatever finalizer it lands in.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.exit(code)

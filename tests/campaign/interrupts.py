@@ -34,7 +34,8 @@ def one(seed: int, tmp: Path) -> str:
     pq.write_table(pa.table({"complete": [1, 2, 3]}), out)
     before = hashlib.sha256(out.read_bytes()).hexdigest()
     args = [sys.executable, "-m", "splitplan", "search", "--design", "splitwise-hh", "--engine", "des"]
-    args += ["--prompt-range", "1:8", "--token-range", "1:8", "--rate", "30", "--duration", "60"]
+    # long enough (about 30 s of DES runs) that every signal at 2–12 s lands inside the run
+    args += ["--prompt-range", "1:12", "--token-range", "1:12", "--rate", "30", "--duration", "120"]
     args += ["--out", str(out), "--storage", str(tmp / f"s{seed}.db")]
     env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_NUM_THREADS="1")
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)

@@ -162,14 +162,11 @@ def _main(argv: list[str] | None) -> int:
     try:
         args = _catalog_first(list(sys.argv[1:] if argv is None else argv))
         rv = app(args=args, standalone_mode=False)
-        if rv == INTERRUPTED and not interrupt_line_said():
-            # typer answers a KeyboardInterrupt inside a command with a silent exit 130
-            print(_NOTHING_WRITTEN, file=sys.stderr)
+        _unless_said(rv)
         if isinstance(rv, int):  # a command's own exit code (e.g. 130 after Ctrl-C kept partial work)
             return rv
     except typer.Exit as exc:
-        if exc.exit_code == INTERRUPTED and not interrupt_line_said():
-            print(_NOTHING_WRITTEN, file=sys.stderr)
+        _unless_said(exc.exit_code)
         return int(exc.exit_code or 0)
     except (typer.Abort, KeyboardInterrupt):
         print(_NOTHING_WRITTEN, file=sys.stderr)
@@ -204,6 +201,13 @@ def _main(argv: list[str] | None) -> int:
             return INTERRUPTED
         raise
     return 0
+
+
+def _unless_said(code: object) -> None:
+    """typer answers a KeyboardInterrupt inside a command with a silent exit 130: say the line
+    the command did not."""
+    if code == INTERRUPTED and not interrupt_line_said():
+        print(_NOTHING_WRITTEN, file=sys.stderr)
 
 
 def _one_line(exc: BaseException) -> str:

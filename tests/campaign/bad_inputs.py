@@ -137,8 +137,8 @@ def _files(tmp: Path) -> dict[str, Path]:
     head = "model,hardware,prompt_size,batch_size,token_size,prompt_time,token_time,tensor_parallel\n"
     profiles = {
         "header_only": head,
-        "bad_gpu": head + "llama2-70b,z100,512,1,128,90,45,8\n",
-        "bad_num": head + "llama2-70b,a100-80gb,512,1,128,fast,45,8\n",
+        "bad_gpu": head + "llama2-70b,z100,500,1,120,90,45,8\n",
+        "bad_num": head + "llama2-70b,a100-80gb,500,1,120,fast,45,8\n",
         "wrong_cols": "a,b\n1,2\n",
     }
     for k, v in profiles.items():

@@ -12,14 +12,14 @@ HEADER = (
     "measured_ms,estimated,derivation,notes\n"
 )
 ROWS = (
-    "eng,llama2-7b,a100-80gb,1,fp16,prompt,1,128,,,21,no,,\n"
-    "eng,llama2-7b,a100-80gb,1,fp16,prompt,1,2048,,,151,no,,\n"
+    "eng,llama2-7b,a100-80gb,1,fp16,prompt,1,192,,,24,no,,\n"
+    "eng,llama2-7b,a100-80gb,1,fp16,prompt,1,1536,,,117,no,,\n"
     "eng,llama2-7b,a100-80gb,1,fp16,token,8,,8000,,12,no,,\n"
-    "eng,llama2-7b,a100-80gb,1,fp16,static_batch,64,128,,128,2400,no,,\n"
-    "eng,llama2-70b,h100-80gb,4,fp8,prompt,1,128,,,31,no,,\n"
-    "eng,llama2-70b,h100-80gb,4,fp8,prompt,1,2048,,,118,no,,\n"
+    "eng,llama2-7b,a100-80gb,1,fp16,static_batch,64,192,,128,2400,no,,\n"
+    "eng,llama2-70b,h100-80gb,4,fp8,prompt,1,192,,,33,no,,\n"
+    "eng,llama2-70b,h100-80gb,4,fp8,prompt,1,1536,,,97,no,,\n"
     "eng,llama2-70b,h100-80gb,4,fp8,token,64,,64000,,20,no,,\n"
-    "eng,llama2-70b,h100-80gb,4,fp8,static_batch,64,2048,,128,20000,no,,\n"
+    "eng,llama2-70b,h100-80gb,4,fp8,static_batch,64,1536,,128,17000,no,,\n"
 )
 
 
@@ -102,5 +102,5 @@ def test_bad_inputs_are_one_line(tmp_path, capsys) -> None:
         "no rows",
     )
     bad = tmp_path / "bad.csv"
-    bad.write_text(HEADER + "eng,llama2-7b,a100-80gb,1,fp8,prompt,1,128,,,16,no,,\n")
+    bad.write_text(HEADER + "eng,llama2-7b,a100-80gb,1,fp8,prompt,1,192,,,23,no,,\n")
     _one_line_error(capsys, ["perf", "check", "--profile", str(bad), "--perf", "kernels"], "fp8")

@@ -314,10 +314,10 @@ def test_resolve_perf_names_and_paths(tmp_path) -> None:
 
 def test_measurement_reader_rejects_bad_rows(tmp_path) -> None:
     f = tmp_path / "bad.csv"
-    f.write_text(MEAS_HEADER + "s,llama2-7b,a100-80gb,1,fp16,decode,1,128,,,5,no,,\n")
+    f.write_text(MEAS_HEADER + "s,llama2-7b,a100-80gb,1,fp16,decode,1,120,,,5,no,,\n")
     with pytest.raises(InputError, match="phase"):
         read_measurements(str(f))
-    f.write_text(MEAS_HEADER + "s,llama2-7b,a100-80gb,1,fp16,static_batch,1,128,,,5,no,,\n")
+    f.write_text(MEAS_HEADER + "s,llama2-7b,a100-80gb,1,fp16,static_batch,1,120,,,5,no,,\n")
     with pytest.raises(InputError, match="output_tokens"):
         read_measurements(str(f))
     f.write_text("a,b\n1,2\n")
@@ -329,16 +329,18 @@ def test_profile_schema_rows_and_contradicting_rows(tmp_path) -> None:
     f = tmp_path / "p.csv"
     head = "model,hardware,prompt_size,batch_size,token_size,prompt_time,token_time,tensor_parallel\n"
     body = [
-        "llama2-70b,a100-80gb,512,1,128,100,40,2\n",
-        "llama2-70b,a100-80gb,512,2,128,200,41,2\n",
-        "llama2-70b,a100-80gb,512,4,128,50,42,2\n",  # faster than 2 prompts: a truncated run
+        "llama2-70b,a100-80gb,500,1,120,100,40,2\n",
+        "llama2-70b,a100-80gb,500,2,120,200,41,2\n",
+        "llama2-70b,a100-80gb,500,4,120,50,42,2\n",  # faster than 2 prompts: a truncated run
     ]
     f.write_text(head + "".join(body))
     rows = read_measurements(str(f))
     assert rows.schema == "profile"
     assert len(rows) == 6
     assert sorted(set(rows.phase.tolist())) == ["prompt", "token"]
-    np.testing.assert_allclose(rows.context_tokens[rows.phase == "token"], [576, 1152, 2304])
+    np.testing.assert_allclose(
+        rows.context_tokens[rows.phase == "token"], [560, 1120, 2240]
+    )  # batch × (500 + 120 / 2)
     ok = consistent_rows(rows)
     assert ok.sum() == 4
     assert not ok[2]

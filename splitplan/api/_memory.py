@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from typing import Any
 
 from splitplan.errors import InputError
 
@@ -84,3 +85,14 @@ def check_memory(estimate: float, budget: float, what: str, advice: str) -> None
 
 def _gb(n: float) -> str:
     return f"{n / 1e9:,.1f} GB" if n < 1e15 else f"{n / 1e12:,.3g} TB"
+
+
+def check_requests_memory(
+    n_requests: float | None, budget: float, what: str, *, replayed: bool, **estimate: Any
+) -> None:
+    """The memory check of a run over `n_requests` (None: not known yet, nothing to check), with
+    the advice that fits where the requests come from: a replayed trace or a generated workload."""
+    if n_requests is None:
+        return
+    advice = "replay a shorter trace" if replayed else "lower `rate` or `duration`"
+    check_memory(estimate_bytes(n_requests, **estimate), budget, f"{what} {n_requests:,.0f} requests", advice)

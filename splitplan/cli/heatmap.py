@@ -76,7 +76,7 @@ def heatmap_command(
     """Evaluate every (prompt, token) configuration of one design: slowdowns, SLO verdict, optima."""
     from splitplan import api
     from splitplan.api._heatmap import MAX_POINTS
-    from splitplan.api._memory import check_memory, estimate_bytes, expected_requests, parse_memory
+    from splitplan.api._memory import check_requests_memory, expected_requests, parse_memory
     from splitplan.api._simulate import WorkloadRequest, resolve_design
     from splitplan.cli._common import check_outputs, given, print_json, refuse_with_trace
     from splitplan.cli._parse import library_errors_as_flags, parse_range
@@ -117,13 +117,7 @@ def heatmap_command(
     )
     des_jobs = 0 if engine == "analytic" else max(1, jobs)
     n = expected_requests(rate, duration) if trace is None else None
-    if n is not None:
-        check_memory(
-            estimate_bytes(n, des_jobs=des_jobs, grid_points=points),
-            budget,
-            f"a heatmap over {n:,.0f} requests",
-            "lower --rate or --duration",
-        )
+    check_requests_memory(n, budget, "a heatmap over", replayed=False, des_jobs=des_jobs, grid_points=points)
     from splitplan.cli._progress import StepProgress
 
     # the bar shows from here: sampling the workload and the analytic screen take seconds too
@@ -138,11 +132,9 @@ def heatmap_command(
             seed=seed,
         )
         if trace is not None:
-            check_memory(
-                estimate_bytes(scenario.workload.n, des_jobs=des_jobs, grid_points=points),
-                budget,
-                f"a heatmap over {scenario.workload.n:,} requests",
-                "replay a shorter trace",
+            n = scenario.workload.n
+            check_requests_memory(
+                n, budget, "a heatmap over", replayed=True, des_jobs=des_jobs, grid_points=points
             )
         progress.describe(f"{engine}, {points} points")
         result = api.heatmap(

@@ -70,7 +70,7 @@ def simulate_command(
 ) -> None:
     """Simulate one cluster configuration and check all nine SLOs."""
     from splitplan import api
-    from splitplan.api._memory import check_memory, estimate_bytes, expected_requests, parse_memory
+    from splitplan.api._memory import check_requests_memory, expected_requests, parse_memory
     from splitplan.api._plan import check_plan_path
     from splitplan.api._simulate import WorkloadRequest, make_config, requests_table, resolve_design
     from splitplan.cli._common import check_outputs, given, print_json, refuse_with_trace
@@ -102,14 +102,9 @@ def simulate_command(
     cfg = make_config(d, prompt, token, machines)
     if chunk_tokens is not None and d.policy is not BatchPolicy.CHUNKED:
         raise InputError(f"--chunk-tokens applies to chunked-prefill designs (chunked-a100, …), not {d.name}")
+    des_jobs = int(engine == "des")
     n = expected_requests(rate, duration) if trace is None else None
-    if n is not None:
-        check_memory(
-            estimate_bytes(n, des_jobs=int(engine == "des")),
-            budget,
-            f"simulating {n:,.0f} requests",
-            "lower --rate or --duration",
-        )
+    check_requests_memory(n, budget, "simulating", replayed=False, des_jobs=des_jobs)
     scenario = api.build_scenario(
         workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration, trace=trace),
         model=model,
@@ -120,12 +115,7 @@ def simulate_command(
         chunk_tokens=chunk_tokens,
     )
     if trace is not None:
-        check_memory(
-            estimate_bytes(scenario.workload.n, des_jobs=int(engine == "des")),
-            budget,
-            f"simulating {scenario.workload.n:,} requests",
-            "replay a shorter trace",
-        )
+        check_requests_memory(scenario.workload.n, budget, "simulating", replayed=True, des_jobs=des_jobs)
     result = api.simulate(cfg, scenario, engine)
     if requests_out is not None:
         import pyarrow.parquet as pq

@@ -564,10 +564,12 @@ class _SplitContext:
         lam_p = served / es
         pw, cond, _ = mgc_wait(lam_p, es, self.scv, pm)
         logpw = np.log(np.maximum(pw, 1e-300))
-        mgc = np.maximum(0.0, (logpw[:, None] - s.log1mu[None, :]) * cond[:, None])
         # a queue is bounded by the full condition: a prompt never waits behind more than
-        # prompt_full_tokens − p tokens of work; beyond that it overflows instead
-        over_cap = (mgc > self.wait_cap[None, :]).mean(axis=1)
+        # prompt_full_tokens − p tokens of work; beyond that it overflows instead (the M/G/c wait
+        # (log P(wait) − log(1 − u))·cond exceeds the cap)
+        over_cap = ((logpw[:, None] - s.log1mu[None, :]) * cond[:, None] > self.wait_cap[None, :]).mean(
+            axis=1
+        )
         excess = offered - served + lam_p * es * over_cap
         overflow = np.divide(excess, offered, out=np.zeros_like(offered), where=offered > 0)
         cum, states, _ = _admission_chain(pm, lam, es, self.fits, self.queue_first)
@@ -576,9 +578,10 @@ class _SplitContext:
         n_seen = _state_quantile(cum, states, s.u)
         over_i = n_seen >= last + 1.0
         ahead = np.maximum(n_seen - c, 0.0)
-        k = ahead + 1.0
-        spread = np.maximum(1.0 - 1.0 / (9.0 * k) + s.z[None, :] / (3.0 * np.sqrt(k)), 0.0) ** 3
-        wait = np.where(n_seen >= c, (es / P)[:, None] * (ahead + 0.5 * (1.0 + self.scv)) * spread, 0.0)
+        r = 1.0 / np.sqrt(ahead + 1.0)  # k = ahead + 1 gaps: 1 − 1/(9k) + z/(3√k), cubed
+        x = np.maximum(1.0 - r * r / 9.0 + s.z[None, :] * r / 3.0, 0.0)
+        wait = (es / P)[:, None] * (ahead + 0.5 * (1.0 + self.scv)) * (x * x * x)
+        wait = np.where(n_seen >= c, wait, 0.0)
         return es, offered, excess, overflow, wait, over_i
 
     def evaluate(self, pm: IntArray, tm: IntArray, lam: FloatArray):

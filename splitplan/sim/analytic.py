@@ -16,11 +16,13 @@ percentiles come from per-request latencies just as in the discrete-event simula
   less than their solo iterations: the mean service falls from solo towards the packed mean in
   proportion to the Erlang-C probability of waiting (a fixed point in the load).
 - Overflow (the cluster scheduler's mixed pool): overflowed prompts go to token machines borrowed
-  into the mixed pool, which are taken out of the token pool (a machine returns only when
-  drained, so even rare overflows cost one) and run them as mixed iterations after a partial wait
-  (calibrated). How much load overflows — what sets the borrowed machines — comes from an M/G/c
-  queue capped at a utilization set by how many prompts fit under the cap, plus the prompts whose
-  wait would exceed their cap; each borrowed machine absorbs a calibrated share of its time.
+  into the mixed pool, which are taken out of the token pool and run them as mixed iterations
+  after a partial wait (calibrated). A borrowed machine returns only once the batch it held has
+  drained, so even rare overflows keep machines away: r·L/(1 + r·L) of them for overflows at
+  rate r and a drain of L (the longest of the batch's decodes). How much load overflows — what
+  sets the borrowed machines — comes from an M/G/c queue capped at a utilization set by how many
+  prompts fit under the cap, plus the prompts whose wait would exceed their cap; each borrowed
+  machine absorbs a calibrated share of its time.
 - Token pool: on the token machines that remain, the steady-state decode batch per machine N
   solves Little's law N = (λ/T_eff)·E[o − 1]·τ(N) with τ the decode iteration time at batch N (a
   vectorized bisection); memory (KV of prompt + output tokens per resident request) and the batch
@@ -90,7 +92,9 @@ class Calibration:
     in code.
     The prompt pool's waits carry no correction: the admission chain follows the DES's "full"
     rule, which replaced three corrections of the M/G/c waits (prompt_wait_scale,
-    saturated_wait_growth, saturated_wait_cap). The capped M/G/c still sets how much load
+    saturated_wait_growth, saturated_wait_cap), and the token machines rare overflows keep away
+    follow from how long a borrowed machine's batch takes to drain (which replaced rare_borrow).
+    The capped M/G/c still sets how much load
     overflows to borrowed machines (the first three fields below).
     - prompt_full_slack: the prompt pool serves up to utilization 1 − slack / K, with K =
       prompt_full_tokens / E[p] the prompts a queue holds before the machine is "full" (coding:
@@ -102,8 +106,6 @@ class Calibration:
     - overflow_wait_fraction, overflow_wait_growth: an overflowed prompt waits this fraction of
       its pending-token cap, growing with the overflowing share of the load (the DES's TTFT keeps
       rising as the prompt pool shrinks, where M/G/c at a capped load would not).
-    - rare_borrow: token machines lost as soon as overflows happen at all during the trace (a
-      borrowed machine returns only once it has drained its longest decode).
     - join_fraction: a decode joins the running batch at the next iteration boundary.
     - baseline_jsq_spread, baseline_jsq_sqrt (baselines): JSQ on pending tokens sends a prompt to
       a machine holding about `spread` fewer decodes than the average N, so a decode is interrupted
@@ -120,7 +122,6 @@ class Calibration:
     mixed_prompt_capacity: float = 0.5
     overflow_wait_fraction: float = 0.1
     overflow_wait_growth: float = 0.5
-    rare_borrow: float = 1.0
     join_fraction: float = 0.5
     baseline_jsq_spread: float = 0.7
     baseline_jsq_sqrt: float = 0.4
@@ -520,6 +521,8 @@ class _SplitContext:
         self.wait_cap = np.maximum(scenario.sim.prompt_full_tokens - p, 0.0) * per_token_s
         self.tau_grid = _tau(self.token_perf, self.grid, self.ctx_per_req)
         self.decode_capacity = self.nmax / float(self.tau_grid[-1])  # decode tokens/s per machine
+        self.dec_sorted = np.sort(self.dec)
+        self.dec_index = np.arange(len(self.dec_sorted), dtype=np.float64)
         # the admission chain (`_admission_chain`): the share of the workload's prompt work that
         # fits behind a least-loaded machine holding j queued prompts (j ≥ 1; by work: the chain
         # counts prompts in units of the mean prompt, and the prompts that fit high up are the
@@ -537,6 +540,11 @@ class _SplitContext:
         self.fits[1:] = np.minimum(self.fits[1:], 1.0)
         self.fit_level = np.clip(np.floor((full - p) / mean_p - 1.0), 0.0, _MAX_QUEUE_LEVELS)
         self.queue_first = _QueueFirst(sample.p_all, service_all)
+
+    def _longest_decode(self, nbat: FloatArray) -> FloatArray:
+        """Decode iterations of the longest of N + 1 decodes (the sample's N/(N + 1) quantile)."""
+        at = nbat / (nbat + 1.0) * (len(self.dec_sorted) - 1)
+        return np.interp(at, self.dec_index, self.dec_sorted)
 
     def _prompt_pool(self, pm: IntArray, lam: FloatArray):
         """The prompt pool at each (prompt machines, rate): (mean service, offered erlangs, the
@@ -599,16 +607,34 @@ class _SplitContext:
         wait, over_i = wait_u[inv], over_u[inv]
         # borrowed machines: each absorbs `mixed_prompt_capacity` erlangs of prompt work
         borrowed = excess / (cal.mixed_prompt_capacity * self.mixed_speed)
-        # even rare overflows cost a token machine for long: a borrowed machine returns only once
-        # it has drained, and its last decodes may run for minutes
-        events = lam * self.s.duration_s * overflow
-        borrowed = np.maximum(borrowed, cal.rare_borrow * -np.expm1(-events))
-        t_eff = T - borrowed
-        # --- token pool: the remaining machines carry every decode; batch N from Little's law
-        demand = lam * self.mean_dec / np.maximum(t_eff, 1e-9)
+        # Even rare overflows cost token machines: a borrowed machine returns only once the batch
+        # it held has drained (its longest decode, the sample's decode-length quantile at
+        # N/(N + 1), times τ), so overflows arriving at rate r keep r·L/(1 + r·L) machines away
+        # (Little's law on the borrowings, at most one per overflow). L needs the token pool's
+        # batch, which needs the machines left: one pass without, two with.
+        rate_o = lam * overflow
+        demand_all = lam * self.mean_dec
+        zeros = np.zeros(len(P))
+        served_by = borrowed
         nbat, tau, _, _, _ = _solve_mixed(
-            np.zeros(len(P)), demand, self.grid, self.no_mix, self.tau_grid, self.nmax
+            zeros,
+            demand_all / np.maximum(T - borrowed, 1e-9),
+            self.grid,
+            self.no_mix,
+            self.tau_grid,
+            self.nmax,
         )
+        for _ in range(2):
+            longest = self._longest_decode(nbat) * tau
+            borrowed = np.maximum(served_by, rate_o * longest / (1.0 + rate_o * longest))
+            nbat, tau, _, _, _ = _solve_mixed(
+                zeros,
+                demand_all / np.maximum(T - borrowed, 1e-9),
+                self.grid,
+                self.no_mix,
+                self.tau_grid,
+                self.nmax,
+            )
         # token-pool utilization: decode load in machine-equivalents plus the borrowed machines,
         # over the pool (finite even when every token machine is borrowed; ≥ 1 ⇔ unstable)
         rho_t = (lam * self.mean_dec / self.decode_capacity + borrowed) / T

@@ -11,7 +11,9 @@ percentiles come from per-request latencies just as in the discrete-event simula
   share of prompt work that still fits behind the least-loaded machine's queue, so big prompts are
   turned away first and an overloaded pool stays just below saturation. Each sampled request's
   stratified uniform picks the state it meets (PASTA): no wait below c, else n − c + 1 departures;
-  past the last state its size fits at, it overflows. TTFT = wait + prompt time. A machine that
+  past the last state its size fits at, it overflows; behind the least-loaded machine's first
+  queued prompt the others run packed (FCFS up to the batch-token cap), each one a prompt that fit
+  the level it was admitted at. TTFT = wait + prompt time. A machine that
   finds prompts queued runs them in one iteration (FCFS up to the batch-token cap), which costs
   less than their solo iterations: the mean service falls from solo towards the packed mean in
   proportion to the Erlang-C probability of waiting (a fixed point in the load).
@@ -538,6 +540,20 @@ class _SplitContext:
         self.fits = np.where(at > 0, work_all[np.maximum(at - 1, 0)], 0.0) / max(float(work_all[-1]), 1e-300)
         self.fits[0] = 1.0  # no queue: always admitted
         self.fits[1:] = np.minimum(self.fits[1:], 1.0)
+        # The work a machine's queue holds: its i-th prompt (i ≥ 2) was admitted at level i − 1,
+        # so it is one of the prompts that fit there, and it runs packed with its neighbours (FCFS
+        # up to the batch-token cap, at the per-token cost of a full batch of several prompts)
+        # unless it exceeds the cap and runs alone. queue_packed[k] is the mean work of the k
+        # queued prompts behind the first (seconds); the first is one mean service.
+        cap_tokens = float(scenario.sim.max_batch_tokens)
+        per_token = float(self.prompt_perf.prompt_time_s(cap_tokens, 2)) / cap_tokens
+        packed = np.where(sizes < cap_tokens, per_token * sizes, service_all[order_all])
+        cum_packed = np.cumsum(packed)
+        count_all = np.arange(1, len(sizes) + 1, dtype=np.float64)
+        last_fit = np.maximum(at - 1, 0)
+        level_mean = np.where(at > 0, cum_packed[last_fit] / count_all[last_fit], 0.0)
+        self.queue_packed = np.concatenate([[0.0], np.cumsum(level_mean[1:])])
+        self.queue_levels = np.arange(len(self.queue_packed), dtype=np.float64)
         self.fit_level = np.clip(np.floor((full - p) / mean_p - 1.0), 0.0, _MAX_QUEUE_LEVELS)
         self.queue_first = _QueueFirst(sample.p_all, service_all)
 
@@ -554,8 +570,11 @@ class _SplitContext:
         Who waits how long, and who overflows, comes from the admission chain of the DES's "full"
         rule (`_admission_chain`): each sampled request's stratified uniform picks the state it
         meets (PASTA); past the last state its size is admitted at, it overflows; otherwise it
-        waits for n − c + 1 departures of c busy machines (a residual service by Allen–Cunneen,
-        then one service over c each, spread as a gamma by Wilson–Hilferty).
+        waits behind the least-loaded machine's queue of (n − c)/c prompts: a residual service
+        over c (Allen–Cunneen), the queue's first prompt (a mean service), then the others as the
+        DES runs them, packed FCFS up to the batch-token cap, each one a prompt that fitted the
+        level it was admitted at (`queue_packed`); spread as a gamma of n − c + 1 exponential
+        gaps by Wilson–Hilferty.
 
         How much load overflows — what sets the token machines borrowed into the mixed pool —
         still comes from an M/G/c queue capped at `full_utilization` plus the prompts whose
@@ -588,7 +607,12 @@ class _SplitContext:
         ahead = np.maximum(n_seen - c, 0.0)
         r = 1.0 / np.sqrt(ahead + 1.0)  # k = ahead + 1 gaps: 1 − 1/(9k) + z/(3√k), cubed
         x = np.maximum(1.0 - r * r / 9.0 + s.z[None, :] * r / 3.0, 0.0)
-        wait = (es / P)[:, None] * (ahead + 0.5 * (1.0 + self.scv)) * (x * x * x)
+        # the work ahead: the least-loaded machine's queue of ahead / c prompts, its first one a
+        # mean service and the rest packed (`queue_packed`), after a residual service over c
+        per = ahead / c
+        first = np.minimum(per, 1.0) * es[:, None]
+        rest = np.interp(np.maximum(per - 1.0, 0.0), self.queue_levels, self.queue_packed)
+        wait = ((es / P)[:, None] * 0.5 * (1.0 + self.scv) + first + rest) * (x * x * x)
         wait = np.where(n_seen >= c, wait, 0.0)
         return es, offered, excess, overflow, wait, over_i
 
@@ -615,7 +639,7 @@ class _SplitContext:
         rate_o = lam * overflow
         demand_all = lam * self.mean_dec
         zeros = np.zeros(len(P))
-        served_by = borrowed
+        served_by = borrowed.copy()
         nbat, tau, _, _, _ = _solve_mixed(
             zeros,
             demand_all / np.maximum(T - borrowed, 1e-9),
@@ -624,17 +648,25 @@ class _SplitContext:
             self.tau_grid,
             self.nmax,
         )
-        for _ in range(2):
-            longest = self._longest_decode(nbat) * tau
-            borrowed = np.maximum(served_by, rate_o * longest / (1.0 + rate_o * longest))
-            nbat, tau, _, _, _ = _solve_mixed(
-                zeros,
-                demand_all / np.maximum(T - borrowed, 1e-9),
-                self.grid,
-                self.no_mix,
-                self.tau_grid,
-                self.nmax,
-            )
+        # (only where the drain keeps more machines away than the overflow volume does: elsewhere
+        # the passes would return the same batch)
+        longest = self._longest_decode(nbat) * tau
+        redo = np.flatnonzero(rate_o * longest / (1.0 + rate_o * longest) > served_by)
+        if len(redo):
+            nb, ta = nbat[redo], tau[redo]
+            for _ in range(2):
+                longest = self._longest_decode(nb) * ta
+                ro = rate_o[redo]
+                borrowed[redo] = np.maximum(served_by[redo], ro * longest / (1.0 + ro * longest))
+                nb, ta, _, _, _ = _solve_mixed(
+                    zeros[redo],
+                    demand_all[redo] / np.maximum(T[redo] - borrowed[redo], 1e-9),
+                    self.grid,
+                    self.no_mix,
+                    self.tau_grid,
+                    self.nmax,
+                )
+            nbat[redo], tau[redo] = nb, ta
         # token-pool utilization: decode load in machine-equivalents plus the borrowed machines,
         # over the pool (finite even when every token machine is borrowed; ≥ 1 ⇔ unstable)
         rho_t = (lam * self.mean_dec / self.decode_capacity + borrowed) / T

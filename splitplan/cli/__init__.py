@@ -24,7 +24,7 @@ app = typer.Typer(
     name="splitplan",
     help="Plan phase-split (prefill/decode) LLM inference clusters that meet all nine latency SLOs.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion: option names and choices complete in the shell
     pretty_exceptions_enable=False,
 )
 
@@ -175,7 +175,9 @@ def _main(argv: list[str] | None) -> int:
         print(exc.format_message() if hasattr(exc, "format_message") else "", file=sys.stderr)
         return 2
     except click_exceptions.UsageError as exc:
-        print(f"splitplan: error: {exc.format_message()}", file=sys.stderr)
+        # a choice's refusal reads "…: Value error, 'x' is not one of …": the words add nothing
+        msg = exc.format_message().replace("Value error, ", "")
+        print(f"splitplan: error: {msg}", file=sys.stderr)
         return 2
     except click_exceptions.ClickException as exc:
         print(f"splitplan: error: {exc.format_message()}", file=sys.stderr)

@@ -49,6 +49,11 @@ class StepProgress:
             self._task = self._bar.add_task(label, total=None)
             self._bar.refresh()  # drawn now: the refresh thread can wait long on a busy GIL (JIT)
 
+    @property
+    def visible(self) -> bool:
+        """Whether a bar is drawn (a terminal, no --quiet): a caller skips work done only for it."""
+        return self._bar is not None
+
     def add(self, total: int) -> None:
         self.total += int(total)
         if self._bar is not None:

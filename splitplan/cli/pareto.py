@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
+from splitplan.search.objective import Engine, NamedBudget, Objective
+
 
 def pareto_command(
     source: Annotated[
@@ -30,10 +32,12 @@ def pareto_command(
     rate: Annotated[float | None, typer.Option(help="Search: target request rate, req/s (70).")] = None,
     duration: Annotated[float | None, typer.Option(help="Search: workload duration, s (120).")] = None,
     model: Annotated[str | None, typer.Option(help="Search: model name (llama2-70b).")] = None,
-    objective: Annotated[str | None, typer.Option(help="Search: cost, power or throughput (cost).")] = None,
-    budget: Annotated[str | None, typer.Option(help="Search: iso-power or iso-cost.")] = None,
+    objective: Annotated[Objective | None, typer.Option(help="Search: what to optimize (cost).")] = None,
+    budget: Annotated[
+        NamedBudget | None, typer.Option(help="Search: a named budget.", case_sensitive=False)
+    ] = None,
     max_machines: Annotated[int | None, typer.Option(help="Search: cap on machines per pool.")] = None,
-    engine: Annotated[str | None, typer.Option(help="Search: hybrid, analytic or des (hybrid).")] = None,
+    engine: Annotated[Engine | None, typer.Option(help="Search: how points are decided (hybrid).")] = None,
     seed: Annotated[int | None, typer.Option(help="Search: random seed (0).")] = None,
     jobs: Annotated[int | None, typer.Option(help="Search: parallel worker processes (1).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,

@@ -31,6 +31,7 @@ from splitplan.cli._common import (
     TraceOpt,
     WorkloadOpt,
 )
+from splitplan.sim import SimEngine
 
 
 def simulate_command(
@@ -57,7 +58,9 @@ def simulate_command(
     perf: PerfOpt = None,
     config: ConfigOpt = None,
     slo: SloOpt = None,
-    engine: Annotated[str, typer.Option(help="des or analytic.")] = "des",
+    engine: Annotated[
+        SimEngine, typer.Option(help="The discrete-event simulator or the analytic evaluator.")
+    ] = SimEngine.DES,
     chunk_tokens: Annotated[
         int | None,
         typer.Option(help="Chunked-prefill designs: tokens per iteration (default 512, or the config's)."),

@@ -135,3 +135,56 @@ class SimEvaluator:
             slowdown={k: float(res.slowdown[k]) for k in SLO_KEYS},
             latency_s={k: float(res.latency_s[k]) for k in SLO_KEYS},
         )
+
+
+# a whole-grid screen up to this many points is kept point by point for `ScreenVerdicts.decide`
+_MEMO_MAX_POINTS = 200_000
+
+
+@dataclass(slots=True)
+class ScreenVerdicts:
+    """An evaluator whose `decide` is the analytic screen's verdict instead of a DES run.
+
+    A search run against it makes exactly the DES runs the real search would make if the DES agreed
+    with the screen everywhere: that is how a search forecasts its DES work (a progress total that
+    holds from the start) at the cost of the screens alone. `calls` counts the stand-in runs.
+    Screens are memoized point by point, so the strategies' whole-grid screens answer `decide`.
+    With `verdicts=False` every stand-in run passes without a screen: enough to count an exhaustive
+    sweep, whose runs do not depend on the verdicts (the DES engine screens no grid to read from).
+    """
+
+    inner: Evaluator
+    verdicts: bool = True
+    calls: int = 0
+    _memo: dict[tuple[object, float], dict[tuple[int, int], tuple[int, Screen]]] = field(
+        default_factory=dict, repr=False
+    )
+
+    def screen(
+        self, design: Design, prompt: IntArray, token: IntArray, rate_scale: float | FloatArray = 1.0
+    ) -> Screen:
+        scr = self.inner.screen(design, prompt, token, rate_scale)
+        p, t = np.asarray(prompt), np.asarray(token)
+        if np.ndim(rate_scale) == 0 and p.size <= _MEMO_MAX_POINTS:
+            memo = self._memo.setdefault((design, float(rate_scale)), {})  # type: ignore[arg-type]
+            for i, pt in enumerate(zip(p.tolist(), t.tolist(), strict=True)):
+                memo[pt] = (i, scr)
+        return scr
+
+    def decide(self, design: Design, prompt: int, token: int, rate_scale: float = 1.0) -> Decision:
+        self.calls += 1
+        if not self.verdicts:
+            return Decision(meets=True, margin=math.inf, binding="")
+        hit = self._memo.get((design, float(rate_scale)), {}).get((int(prompt), int(token)))
+        if hit is None:
+            one = np.array([int(prompt)], dtype=np.int64)
+            hit = (0, self.screen(design, one, np.array([int(token)], dtype=np.int64), rate_scale))
+        i, scr = hit
+        margin = float(scr.margin[i])
+        return Decision(
+            meets=bool(margin >= 0.0),
+            margin=margin,
+            binding="" if scr.binding is None else str(scr.binding[i]),
+            slowdown={k: float(v[i]) for k, v in scr.slowdown.items()},
+            latency_s={k: float(v[i]) for k, v in scr.latency_s.items()},
+        )

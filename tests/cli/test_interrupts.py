@@ -119,6 +119,10 @@ def test_a_signal_while_the_cli_starts_ends_with_one_line_and_130(sig, delay_s) 
     _out, err = p.communicate(timeout=60)
     if p.returncode == 0:
         pytest.skip("the run finished before the signal")
+    if err.startswith("Fatal Python error: init_import_site"):
+        # on a loaded machine the signal can land while CPython itself starts (importing `site`),
+        # before any of splitplan's code exists to answer it
+        pytest.skip("the signal landed inside the interpreter's own start-up")
     assert "Traceback" not in err
     assert p.returncode == 130, err
     assert len(err.strip().splitlines()) == 1, err

@@ -20,8 +20,8 @@ def _sigterm_as_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-# commands that draw a progress bar on a terminal (search, heatmap, reproduce)
-_BAR_COMMANDS = frozenset({"search", "heatmap", "reproduce"})
+# commands that draw a progress bar on a terminal
+_BAR_COMMANDS = frozenset({"search", "heatmap", "reproduce", "simulate", "pareto"})
 _ERASE_LINE = "\r\x1b[2K"
 
 

@@ -96,7 +96,11 @@ def pareto_command(
                 seed=seed or 0,
                 jobs=jobs or 1,
             )
-            fronts = api.pareto(req)
+            from splitplan.cli._progress import StepProgress
+
+            with StepProgress("pareto") as bar:
+                bar.describe(f"searching {len(req.designs) or 'all'} design(s), DES runs")
+                fronts = api.pareto(req, progress=bar if bar.visible else None)
         where = f"{req.workload.workload} at {req.workload.rate_rps:g} req/s, {req.model}"
     if plot is not None:
         plot_pareto(plot, fronts, title=f"Pareto fronts across designs — {where}", dpi=dpi)

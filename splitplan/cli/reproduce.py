@@ -49,6 +49,7 @@ def reproduce_command(
 
     with StepProgress("reproduce", notes=True) as bar:
         bar.add(planned_steps(req))
+        runs = bar.runs("  this step's DES runs")
         started = [False]
 
         def step(msg: str) -> None:  # each message starts the next figure step
@@ -56,8 +57,10 @@ def reproduce_command(
                 bar.advance(1)
             started[0] = True
             bar.describe(msg)
+            if runs is not None:
+                runs.restart()
 
-        report = api.reproduce(req, progress=step)
+        report = api.reproduce(req, progress=step, runs=runs)
         bar.advance(1)
     if json_out:
         print_json(report.to_json())

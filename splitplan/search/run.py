@@ -99,8 +99,9 @@ def forecast_des_runs(ctx: SearchContext, grid_spaces: list[DesignSpace]) -> int
 
     The forecast starts from the verdicts the store already holds, so a resumed search forecasts
     only what is left; it is exact where the DES agrees with the screen and is off by the probes a
-    disagreement adds or saves (the real run raises the total if it needs more). Its screens are
-    the real run's own (shared cache), so it costs the strategies' bookkeeping, not extra screens.
+    disagreement adds or saves (the real run raises the total if it needs more, and withdraws
+    what it did not need). The whole-grid screens it computes are cached for the real run, so the
+    forecast costs little more than the strategies' bookkeeping.
     """
     stand_in = ScreenVerdicts(ctx.evaluator, verdicts=ctx.problem.engine is not Engine.DES)
     known = PointStore()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -127,6 +127,27 @@ def _register() -> None:
 
 _register()
 
+_BUILT: list[object] = []
+
+
+def _tidy_metavars(cmd: object) -> None:
+    """A flag takes no value: help shows none (typer would write `<bool>`). Repeatable options name
+    their item where they are declared (`metavar="DESIGN"`)."""
+    for p in getattr(cmd, "params", []):
+        if getattr(p, "is_flag", False) and getattr(p, "metavar", None) is None:
+            p.metavar = ""
+    for sub in getattr(cmd, "commands", {}).values():
+        _tidy_metavars(sub)
+
+
+def _command() -> Any:
+    """The click group typer builds from `app` (once per process), with tidy metavars."""
+    if not _BUILT:
+        cmd = typer.main.get_command(app)
+        _tidy_metavars(cmd)
+        _BUILT.append(cmd)
+    return _BUILT[0]  # type: ignore[return-value]
+
 
 def _interrupted_by(exc: BaseException) -> bool:
     """A compiled function interrupted by Ctrl-C surfaces as SystemError with the KeyboardInterrupt
@@ -161,7 +182,7 @@ def _main(argv: list[str] | None) -> int:
     forget_interrupt_line()
     try:
         args = _catalog_first(list(sys.argv[1:] if argv is None else argv))
-        rv = app(args=args, standalone_mode=False)
+        rv = _command().main(args=args, prog_name="splitplan", standalone_mode=False)
         _unless_said(rv)
         if isinstance(rv, int):  # a command's own exit code (e.g. 130 after Ctrl-C kept partial work)
             return rv

@@ -26,7 +26,8 @@ def pareto_command(
         int | None, typer.Option("--dpi", help="Resolution of a PNG --plot (default 150).")
     ] = None,
     design: Annotated[
-        list[str] | None, typer.Option("--design", help="Search: design (repeatable). Default: all six.")
+        list[str] | None,
+        typer.Option("--design", metavar="DESIGN", help="Search: design (repeatable). Default: all eight."),
     ] = None,
     workload: Annotated[str | None, typer.Option(help="Search: coding, conversation or a trace CSV.")] = None,
     rate: Annotated[float | None, typer.Option(help="Search: target request rate, req/s (70).")] = None,

@@ -19,6 +19,7 @@ def search_command(
         list[str] | None,
         typer.Option(
             "--design",
+            metavar="DESIGN",
             help="Design to search (repeatable): baseline-a100, baseline-h100, splitwise-aa, "
             "splitwise-hh, splitwise-ha, splitwise-hhcap, chunked-a100, chunked-h100. Default: all eight.",
         ),
@@ -26,12 +27,16 @@ def search_command(
     prompt_gpu: Annotated[
         list[str] | None,
         typer.Option(
-            "--prompt-gpu", help="Custom design: prompt-pool GPU/machine (repeat to search over types)."
+            "--prompt-gpu",
+            metavar="GPU",
+            help="Custom design: prompt-pool GPU/machine (repeat to search over types).",
         ),
     ] = None,
     token_gpu: Annotated[
         list[str] | None,
-        typer.Option("--token-gpu", help="Custom design: token-pool GPU/machine (repeatable)."),
+        typer.Option(
+            "--token-gpu", metavar="GPU", help="Custom design: token-pool GPU/machine (repeatable)."
+        ),
     ] = None,
     prompt_power_cap: Annotated[str, typer.Option(help="Prompt-pool cap: 0.7, or LO:HI to search.")] = "1.0",
     token_power_cap: Annotated[str, typer.Option(help="Token-pool cap: 0.7, or LO:HI to search.")] = "1.0",

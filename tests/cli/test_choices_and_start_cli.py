@@ -66,6 +66,15 @@ def test_the_shell_completes_a_choices_values(command, option, values):
     assert r.stdout.split() == values, r.stderr
 
 
+def test_help_gives_flags_no_value_and_repeatable_options_an_item_name(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["search", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "<bool>" not in text
+    assert "<list[" not in text
+    assert any(" --design " in ln and " DESIGN " in ln for ln in text.splitlines())
+
+
 def test_a_named_budget_keeps_accepting_any_case(capsys):
     code = main(["search", "--design", "splitwise-aa", "--engine", "analytic", "--budget", "ISO-POWER"])
     assert code == 0, capsys.readouterr().err

@@ -136,6 +136,16 @@ def _tidy_metavars(cmd: object) -> None:
     for p in getattr(cmd, "params", []):
         if getattr(p, "is_flag", False) and getattr(p, "metavar", None) is None:
             p.metavar = ""
+    help_option = getattr(cmd, "get_help_option", None)
+    if help_option is not None:  # --help is made per context, not kept in `params`
+
+        def valueless_help(ctx: Any, _made: Any = help_option) -> Any:
+            opt = _made(ctx)
+            if opt is not None and getattr(opt, "metavar", None) is None:
+                opt.metavar = ""
+            return opt
+
+        cmd.get_help_option = valueless_help  # type: ignore[attr-defined]
     for sub in getattr(cmd, "commands", {}).values():
         _tidy_metavars(sub)
 

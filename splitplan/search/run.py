@@ -62,7 +62,7 @@ def run_search(
         ]
         solve = solve_throughput_grid if problem.objective is Objective.THROUGHPUT else solve_cost_grid
         if grid_spaces and progress is not None and problem.engine is not Engine.ANALYTIC:
-            ctx.planned_des_runs = forecast_des_runs(ctx, grid_spaces)
+            ctx.planned_des_runs, ctx.evaluator = forecast_des_runs(ctx, grid_spaces)
             progress.add(ctx.planned_des_runs)
         if grid_spaces:
             for space, (res, pts) in zip(grid_spaces, solve(ctx, grid_spaces), strict=True):
@@ -93,15 +93,16 @@ def run_search(
     )
 
 
-def forecast_des_runs(ctx: SearchContext, grid_spaces: list[DesignSpace]) -> int:
+def forecast_des_runs(ctx: SearchContext, grid_spaces: list[DesignSpace]) -> tuple[int, Evaluator]:
     """The DES runs the grid strategies will make on `ctx`, forecast by running them against the
     analytic screen's verdicts (`ScreenVerdicts`) — a progress total that holds from the start.
 
     The forecast starts from the verdicts the store already holds, so a resumed search forecasts
     only what is left; it is exact where the DES agrees with the screen and is off by the probes a
     disagreement adds or saves (the real run raises the total if it needs more, and withdraws
-    what it did not need). The whole-grid screens it computes are cached for the real run, so the
-    forecast costs little more than the strategies' bookkeeping.
+    what it did not need). Returns the count and the evaluator the real run should use: `ctx`'s,
+    replaying the forecast's screens (`ReplayedScreens`), so the forecast costs the strategies'
+    bookkeeping and not a second set of screens.
     """
     stand_in = ScreenVerdicts(ctx.evaluator, verdicts=ctx.problem.engine is not Engine.DES)
     known = PointStore()
@@ -117,4 +118,4 @@ def forecast_des_runs(ctx: SearchContext, grid_spaces: list[DesignSpace]) -> int
     )
     solve = solve_throughput_grid if ctx.problem.objective is Objective.THROUGHPUT else solve_cost_grid
     solve(dry, grid_spaces)
-    return stand_in.calls
+    return stand_in.calls, stand_in.replayed()

@@ -95,3 +95,26 @@ def test_the_analytic_engine_forecasts_nothing():
     out = run_search(_problem("analytic"), FakeEvaluator(), progress=rec)
     assert out.des_evaluations == 0
     assert rec.adds == []
+
+
+def test_the_real_run_replays_the_forecasts_screens_and_workers_get_none():
+    import pickle
+
+    import numpy as np
+
+    from splitplan.design import get_design
+    from splitplan.search.evaluate import ScreenVerdicts
+
+    ev = FakeEvaluator()
+    stand_in = ScreenVerdicts(ev)
+    d = get_design("splitwise-hh")
+    p, t = np.arange(1, 6), np.arange(1, 6)
+    first = stand_in.screen(d, p, t, 1.0)
+    replay = stand_in.replayed()
+    screens_before = ev.screens
+    assert replay.screen(d, p.copy(), t.copy(), 1.0) is first  # same call by value: no new screen
+    assert ev.screens == screens_before
+    replay.screen(d, p, t, 2.0)  # another rate is screened afresh
+    assert ev.screens == screens_before + 1
+    shipped = pickle.loads(pickle.dumps(replay))
+    assert shipped.screens == {}

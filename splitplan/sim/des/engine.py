@@ -78,7 +78,7 @@ def _tree_build(v, ix, off, size):
 def _tree_new(n_trees, size):
     # n_trees tournament trees of `size` leaves (a power of two), every leaf INF
     v = np.full(n_trees * 2 * size, INF)
-    ix = np.zeros(n_trees * 2 * size, np.int64)
+    ix = np.zeros(n_trees * 2 * size, np.int32)
     for k in range(n_trees):
         off = k * 2 * size
         for j in range(size):
@@ -488,13 +488,13 @@ def simulate_kernel(
     # ---- machine state: one row per machine (a machine's fields share cache lines, which keeps
     # large fleets fast), its queue and batch as columns (queue heads of all machines contiguous)
     mf = _aligned_zeros(M, _NF, np.float64)
-    mint = _aligned_zeros(M, _NI, np.int64)
+    mint = _aligned_zeros(M, _NI, np.int32)
     for m in range(M):
         mf[m, F_RUN_END] = INF
     # only entries below a machine's count are ever read: np.empty leaves the pages of unused
     # queue depth untouched (np.zeros would write them all — 130 MB at 4,000 machines)
-    wait = np.empty((wait_cap, M), np.int64)
-    batch = np.empty((max_batch, M), np.int64)
+    wait = np.empty((wait_cap, M), np.int32)
+    batch = np.empty((max_batch, M), np.int32)
     for m in range(M):
         mf[m, F_MEM] = weights[cls[m]]
         mf[m, F_SCHED_MEM] = weights[cls[m]]
@@ -513,7 +513,7 @@ def simulate_kernel(
         _tree_set(mt_v, mt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_MEM])
     SX = 64  # transfer slots in the transfer tree (doubles when full)
     xt_v, xt_i = _tree_new(1, SX)
-    newb = np.empty(max_batch, np.int64)
+    newb = np.empty(max_batch, np.int32)
     stats = np.zeros(3)  # chunked prefill: see _start_chunked
     # ---- transfers in flight or waiting for memory
     xf_rid = np.zeros(n, np.int64)
@@ -1055,7 +1055,7 @@ def simulate_kernel(
                 status = STATUS_DEADLOCK
                 break
     busy = mf[:, F_BUSY].copy()
-    iters = mint[:, I_ITERS].copy()
+    iters = mint[:, I_ITERS].astype(np.int64)
     batch_time = mf[:, F_BATCH_TIME].copy()
     pm = rq[:, R_PM].astype(np.int64)
     tm = rq[:, R_TM].astype(np.int64)

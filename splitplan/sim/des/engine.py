@@ -626,7 +626,11 @@ def simulate_kernel(
             mf[m, F_BUSY] += t - mf[m, F_RUN_START]
             mint[m, I_ITERS] += k
             mf[m, F_BATCH_TIME] += mint[m, I_BATCH_N] * (t - mf[m, F_RUN_START])
-            if mint[m, I_BATCH_NP] == 0 and mint[m, I_WAIT_N] == 0 and not (chunked and mint[m, I_POOL] == P_MIXED):
+            if (
+                mint[m, I_BATCH_NP] == 0
+                and mint[m, I_WAIT_N] == 0
+                and not (chunked and mint[m, I_POOL] == P_MIXED)
+            ):
                 # A run of decodes ends and nothing waits: the next iteration is this batch less its
                 # finished decodes, in the same order — what the five admission passes below select
                 # in this case (they would keep every decode: the batch only shrinks) — so one loop

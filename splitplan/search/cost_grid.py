@@ -308,13 +308,12 @@ def _solve_frontier(
     work = [(st, col) for st in states for col in st.seeds()]
     while work:
         tasks: list[tuple[Any, ...]] = [
-            (walk_column, ctx.cached(st.space.name), st.design, p, lo, hi, g, 1.0, st.baseline)
-            for st, (p, lo, hi, g) in work
+            (walk_column, ctx.cached(st.space.name), st.design, c, 1.0, st.baseline) for st, c in work
         ]
-        for (st, (p, *_rest)), (found, seen, _fresh) in zip(
-            work, ctx.map(call, tasks, lambda res: res[2]), strict=True
+        for (st, c), (low, up, seen, _fresh) in zip(
+            work, ctx.map(call, tasks, lambda res: res[3]), strict=True
         ):
-            st.tstar[p] = found
+            st.record(c.p, low, up)
             st.decided.update(seen)
         work = [(st, col) for st in states for col in st.next_columns()]
 

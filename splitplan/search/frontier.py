@@ -39,6 +39,7 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -59,6 +60,18 @@ FULL_GRID_MAX_MACHINES = 100
 GUARD_SQRT = 0.5
 
 Key = tuple[float, float, float, int, int]
+
+
+class Column(NamedTuple):
+    """One column's DES task: t*(p) in (lo, hi] — false at ≤ lo, true at ≥ hi (hi may be the
+    sentinel t_hi + 1) — the search starting at `guess`; `cap` is the last count whose point can
+    beat the best so far (see `walk_column`)."""
+
+    p: int
+    lo: int
+    hi: int
+    guess: int
+    cap: int
 
 
 def use_frontier(problem: SearchProblem, space: DesignSpace) -> bool:
@@ -112,15 +125,22 @@ def screen_first_passing(
 def walk_column(
     evaluator: CachedEvaluator,
     design: Design,
-    p: int,
-    lo: int,
-    hi: int,
-    guess: int,
+    col: Column,
     factor: float,
     baseline: bool,
-) -> tuple[int, dict[Point, Decision], dict[PointKey, Decision]]:
-    """The DES threshold of one column (a baseline: of its line) in (lo, hi): top-level, picklable."""
+) -> tuple[int, int, dict[Point, Decision], dict[PointKey, Decision]]:
+    """Bounds (low, up) on the DES threshold of one column (a baseline: of its line): top-level,
+    picklable.
+
+    When the column's cap lies below hi − 1 (the points above it cannot beat the best so far), the
+    cap is probed first. Passing there, the threshold is searched below it (exact). Failing there,
+    t*(p) > cap and the column cannot hold the optimum; the top of its range is probed once more:
+    failing there too, t*(p) = hi exactly, which bounds every column left of it (a prompt pool
+    too small for any token count closes the whole region below it in one more run); passing,
+    t*(p) lies in (cap, hi − 1].
+    """
     seen: dict[Point, Decision] = {}
+    p, lo, hi, guess, cap = col
 
     def probe(x: int) -> bool:
         pt = (x, 0) if baseline else (p, x)
@@ -128,8 +148,15 @@ def walk_column(
         seen[pt] = d
         return d.meets
 
-    found = threshold(lo, hi, guess, probe)
-    return found, seen, evaluator.fresh
+    if baseline or cap >= hi - 1 or cap <= lo:
+        found = threshold(lo, hi, guess, probe)
+        return found, found, seen, evaluator.fresh
+    if probe(cap):
+        found = threshold(lo, cap, min(guess, cap - 1), probe)
+        return found, found, seen, evaluator.fresh
+    if probe(hi - 1):
+        return cap + 1, hi - 1, seen, evaluator.fresh
+    return hi, hi, seen, evaluator.fresh
 
 
 @dataclass(slots=True)
@@ -175,7 +202,8 @@ class FrontierState:
     design: Design
     keys: KeyOf
     guess: IntArray  # per column (index p − p_lo): the screen's t*(p); a baseline: one entry
-    tstar: dict[int, int] = field(default_factory=dict)  # DES t*(p) of the columns found
+    low: dict[int, int] = field(default_factory=dict)  # searched columns: t*(p) ≥ low[p]
+    up: dict[int, int] = field(default_factory=dict)  # ... and ≤ up[p] (t_hi + 1: none passes)
     decided: dict[Point, Decision] = field(default_factory=dict)
 
     @property
@@ -205,11 +233,16 @@ class FrontierState:
     def guess_at(self, p: int) -> int:
         return int(self.guess[0 if self.baseline else p - self.p_range[0]])
 
-    def seeds(self) -> list[tuple[int, int, int, int]]:
-        """Round 0: (column, lo, hi, guess) of the widest column and of the screen's best column."""
+    @property
+    def tstar(self) -> dict[int, int]:
+        """The columns whose DES threshold t*(p) is known exactly."""
+        return {p: lo for p, lo in self.low.items() if self.up[p] == lo}
+
+    def seeds(self) -> list[Column]:
+        """Round 0: the widest column and the screen's best column (a baseline: its one line)."""
         if self.baseline:
             lo, hi = self.p_range
-            return [(0, lo - 1, hi + 1, self.guess_at(0))]
+            return [Column(0, lo - 1, hi + 1, self.guess_at(0), hi)]
         (p_lo, p_hi), (t_lo, t_hi) = self.p_range, self.t_range
         cols = {p_hi}
         ps = np.arange(p_lo, p_hi + 1, dtype=np.int64)
@@ -222,10 +255,45 @@ class FrontierState:
                 cols.add(int(ps[inside][ok_idx[order[0]]]))
         else:
             cols.add((p_lo + p_hi) // 2)
-        return [(p, t_lo - 1, t_hi + 1, self._clip(p, t_lo - 1, t_hi + 1)) for p in sorted(cols)]
+        return [self._column(p, t_lo - 1, t_hi + 1, None) for p in sorted(cols)]
 
-    def _clip(self, p: int, lo: int, hi: int) -> int:
-        return int(min(max(self.corrected_guess(p), lo + 1), hi - 1)) if hi - lo > 1 else lo + 1
+    def _column(self, p: int, lo: int, hi: int, best: Key | None) -> Column:
+        """Column `p`'s threshold task in (lo, hi), with the last count that can beat `best`."""
+        guess = int(min(max(self.corrected_guess(p), lo + 1), hi - 1)) if hi - lo > 1 else lo + 1
+        return Column(p, lo, hi, guess, self.cap(p, lo + 1, hi - 1, best))
+
+    def cap(self, p: int, lo: int, hi: int, best: Key | None) -> int:
+        """The largest t in [lo, hi] whose point (p, t) is within budget and beats `best` (lo − 1
+        when none): above it a column cannot hold the optimum, whatever its DES threshold. Cost,
+        power and machines all grow with t, so the points that beat `best` are a prefix of the
+        column."""
+        if hi < lo:
+            return lo - 1
+        ts = np.arange(lo, hi + 1, dtype=np.int64)
+        ok = self.keys.beats(np.full(len(ts), p, dtype=np.int64), ts, best)
+        n_ok = int(np.argmin(ok)) if not ok.all() else len(ts)
+        return lo + n_ok - 1
+
+    def record(self, p: int, low: int, up: int) -> None:
+        """What a column's DES search showed: t*(p) lies in [low, up] (exact when equal)."""
+        self.low[p] = low
+        self.up[p] = up
+
+    def bounds(self) -> tuple[IntArray, IntArray]:
+        """Per column (index p − p_lo): the least and the most t*(p) can be by what the searched
+        columns showed — t*(p) ≥ t*(c) for every c > p and ≤ t*(c) for every c < p (monotonicity).
+        Where the DES is not monotone the bounds may cross; such a column is left to the guard."""
+        (p_lo, p_hi), (t_lo, t_hi) = self.p_range, self.t_range
+        n = p_hi - p_lo + 1
+        low = np.full(n + 1, t_lo, dtype=np.int64)  # [i]: the floor from columns ≥ p_lo + i
+        up = np.full(n + 1, t_hi + 1, dtype=np.int64)  # [i + 1]: the ceiling from columns ≤ p_lo + i
+        for p, v in self.low.items():
+            low[p - p_lo] = max(low[p - p_lo], v)
+        for p, v in self.up.items():
+            up[p - p_lo + 1] = min(up[p - p_lo + 1], v)
+        floor = np.maximum.accumulate(low[::-1])[::-1][1:]  # from columns > p
+        ceil = np.minimum.accumulate(up)[:-1]  # from columns < p
+        return floor, ceil
 
     def corrected_guess(self, p: int) -> int:
         """The screen's t*(p) shifted by its error at the nearest found columns (interpolated): where
@@ -246,24 +314,27 @@ class FrontierState:
             off = (left[-1] if left else right[0])[1]
         return round(g + off)
 
-    def next_columns(self) -> list[tuple[int, int, int, int]]:
-        """The middle open column of every open interval (see the module doc)."""
+    def next_columns(self) -> list[Column]:
+        """The middle open column between every two neighbouring searched columns (module doc)."""
         if self.baseline:
             return []
         _pt, best = self.best()
-        (p_lo, p_hi), (t_lo, t_hi) = self.p_range, self.t_range
-        bounds = [(p_lo - 1, t_hi + 1), *sorted(self.tstar.items()), (p_hi + 1, t_lo)]
+        p_lo, p_hi = self.p_range
+        floor, ceil = self.bounds()
+        ps = np.arange(p_lo, p_hi + 1, dtype=np.int64)
+        open_ = (floor < ceil) & self.keys.beats(ps, floor, best)
+        for p in self.low:
+            open_[p - p_lo] = False
         out = []
-        for (a, ta), (b, tb) in itertools.pairwise(bounds):
-            if b - a <= 1 or ta <= tb:
-                continue  # adjacent, settled (or, where the DES is not monotone, left to the guard)
-            ps = np.arange(a + 1, b, dtype=np.int64)
-            open_ = self.keys.beats(ps, np.full(len(ps), tb, dtype=np.int64), best)
-            if not open_.any():
+        walked = [p_lo - 1, *sorted(self.low), p_hi + 1]
+        for a, b in itertools.pairwise(walked):
+            piece = open_[a + 1 - p_lo : b - p_lo]
+            if not piece.any():
                 continue
-            first, last = int(ps[open_].min()), int(ps[open_].max())
-            mid = (first + last) // 2
-            out.append((mid, tb - 1, ta, self._clip(mid, tb - 1, ta)))
+            cand = ps[a + 1 - p_lo : b - p_lo][piece]
+            mid = int(cand[np.searchsorted(cand, (int(cand[0]) + int(cand[-1])) // 2)])
+            i = mid - p_lo
+            out.append(self._column(mid, int(floor[i]) - 1, int(ceil[i]), best))
         return out
 
     def lower_bounds(self) -> IntArray:
@@ -338,6 +409,7 @@ class FrontierState:
 
 __all__ = [
     "FULL_GRID_MAX_MACHINES",
+    "Column",
     "FrontierState",
     "KeyOf",
     "guard_depth",

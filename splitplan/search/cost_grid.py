@@ -38,6 +38,7 @@ from splitplan.search.result import (
     result_from_record,
 )
 
+BASELINE_SCREEN_WAYS = 32  # counts a baseline's screen search screens per round (search.frontier)
 WALK_BLOCKS = 2  # column blocks per Splitwise design in the hybrid walk (parallel tasks)
 VERIFY_ROUNDS = 3
 MAX_WIDENINGS = 8  # automatic ranges double at most this many times (search.ranges)
@@ -295,7 +296,13 @@ def _solve_frontier(
         if space.baseline:
             lo, hi = space.prompt_range
             guess = screen_first_passing(
-                ctx.evaluator, design, np.zeros(1, dtype=np.int64), lo, hi, baseline=True
+                ctx.evaluator,
+                design,
+                np.zeros(1, dtype=np.int64),
+                lo,
+                hi,
+                baseline=True,
+                ways=BASELINE_SCREEN_WAYS,
             )
         else:
             ps = np.arange(space.prompt_range[0], space.prompt_range[1] + 1, dtype=np.int64)

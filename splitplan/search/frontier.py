@@ -6,19 +6,25 @@ with the grid's area, i.e. with the square of the load. Here the work follows th
 
 1. Screen. Per column, a bisection on t with the analytic screen (vectorized over all columns)
    gives the screen's t*(p): the DES's starting guess. A baseline's line is one bisection on N.
-2. Frontier by intervals. Columns whose t*(p) the DES has found split the p range into intervals.
-   Under monotonicity (a machine more never breaks an SLO), t* is non-increasing in p, so every
-   column p strictly between found columns a < b has t*(b) ≤ t*(p) ≤ t*(a), and the cheapest point
-   it can offer is (p, t*(b)). A column whose (p, t*(b)) does not beat the best DES-feasible point
-   so far (search.objective's one tie-break; the budget counts) cannot hold the optimum, and an
-   interval with t*(a) = t*(b) is settled (its columns are dearer copies of column a). Every round
-   takes, in each interval that still has such open columns, the middle open column and finds its
-   t* with the DES (galloping from the screen's guess inside [t*(b), t*(a)], then bisecting);
-   rounds end when no interval is open. Under monotonicity the best DES-feasible point is then the
-   optimum of the whole grid: a cheaper point lies in a found column below its t*, in a settled
-   interval below t*(a), or in a closed column below t*(b) — infeasible in each case, whatever the
-   analytic error. The DES work is O(log range) thresholds plus the columns whose cost is within
-   one machine of the optimum, not one threshold per column.
+2. Frontier by bounds. Every searched column p bounds its threshold: t*(p) ∈ [low(p), up(p)]
+   (exact when equal). Under monotonicity (a machine more never breaks an SLO), t* is
+   non-increasing in p, so a column p not searched yet has floor(p) = max low(c) over searched
+   c > p ≤ t*(p) ≤ ceil(p) = min up(c) over searched c < p, and the cheapest point it can offer is
+   (p, floor(p)). A column whose (p, floor(p)) does not beat the best DES-feasible point so far
+   (search.objective's one tie-break; the budget counts), or whose bounds meet, cannot hold the
+   optimum (it is closed). Every round takes, between every two neighbouring searched columns,
+   the middle open column, and searches it with the DES inside (floor − 1, ceil]:
+   - up to its cap, the last t whose point (p, t) can still beat the best so far. Passing at the
+     cap, t*(p) is found below it (galloping from the screen's guess, then bisecting): exact.
+   - failing at the cap, the column cannot hold the optimum whatever its threshold; one more run
+     at the top of its range (ceil − 1) says whether any t passes there. Failing there too,
+     t*(p) = ceil exactly — a prompt pool too small for any token count closes every column left
+     of it at once; passing, only t*(p) ∈ (cap, ceil − 1] is known, which is all the bounds need.
+   Rounds end when no column is open. Under monotonicity the best DES-feasible point is then the
+   optimum of the whole grid: a cheaper point lies in a searched column below its low(p) or above
+   its cap, or in a closed column below its floor — infeasible or dearer in each case, whatever
+   the analytic error. The DES work is O(log range) columns plus those whose cost is within one
+   machine of the optimum, and per column O(log) runs, not a walk over the whole range.
 3. Guard. As in the whole-grid hybrid, points cheaper than the optimum that only dominance
    declared infeasible are re-checked with the DES when their analytic margin is above −band or
    when only near misses dominate them (search.grid.WITNESS_MARGIN, WITNESS_REACH). The re-checks
@@ -27,6 +33,17 @@ with the grid's area, i.e. with the square of the load. Here the work follows th
    its effect on a pool of n machines shrinks as n grows, so a flip far below the frontier of a
    large pool would need the DES to be non-monotone by many machines at once. The exhaustive DES
    comparison in tests/golden/frontier_exhaustive.json checks this on cases from 20 to 300 req/s.
+
+Non-monotonicity, measured. The guard covers flips of a few per cent of margin near the frontier
+(a baseline at 3,000 req/s: N = 840 passes by 0.0002, 841 fails by 0.0005). It does not cover
+the large flips Splitwise-HH shows at 700 req/s on the coding preset (120 s): with 81 prompt
+machines, 9 token machines pass (TBT P90 headroom +0.09), 10 fail (−0.66: TBT P90 4.4× the
+unloaded TBT against 1.4× at 9 and 1.2× at 11) and 11 pass; with 83, 6 pass, 7 fail (−0.61) and
+8 pass. Where the DES flips like this no search short of simulating every point cheaper than its
+answer is exact; the frontier search then returns a DES-verified feasible point whose cost depends
+on which of the feasible islands below the (non-monotone) frontier its probes reached. Its
+answer is exact wherever the DES is monotone up to the guard, which the exhaustive comparisons
+check.
 
 Every task is a column's threshold or a chunk of guard points, so rounds run in parallel across
 designs and intervals; the set of tasks of a round depends only on what earlier rounds found, so
@@ -97,11 +114,14 @@ def screen_first_passing(
     *,
     baseline: bool,
     level: float = 0.0,
+    ways: int = 1,
 ) -> IntArray:
     """Per entry of `fixed` (prompt counts; ignored for a baseline's one line): the smallest count in
     [lo, hi] of the searched axis (token machines; a baseline's machines) whose analytic margin is
-    ≥ `level`, hi + 1 when none — a bisection vectorized over the entries, taking the screen's
-    margin as non-decreasing along the axis (machines added never hurt in the model)."""
+    ≥ `level`, hi + 1 when none — a search vectorized over the entries, taking the screen's margin
+    as non-decreasing along the axis (machines added never hurt in the model). Each round screens
+    `ways` counts per open entry, evenly spread over its bracket (1: a bisection); a baseline's one
+    line takes many per round, since a screen call's fixed cost dwarfs its cost per point there."""
     n = len(fixed)
     below = np.full(n, lo - 1, dtype=np.int64)
     above = np.full(n, hi + 1, dtype=np.int64)
@@ -111,15 +131,29 @@ def screen_first_passing(
         act = np.nonzero(above - below > 1)[0]
         if not len(act):
             return above
-        mid = np.full(len(act), hi, dtype=np.int64) if first else (below[act] + above[act]) // 2
-        first = False
-        if baseline:
-            m = ev.screen(design, mid, np.zeros_like(mid), 1.0).margin
+        if first:
+            mids = np.full((len(act), 1), hi, dtype=np.int64)
         else:
-            m = ev.screen(design, fixed[act], mid, 1.0).margin
-        ok = np.nan_to_num(np.asarray(m, dtype=np.float64), nan=-np.inf) >= level
-        above[act[ok]] = mid[ok]
-        below[act[~ok]] = mid[~ok]  # failing at hi in the first round: nothing passes (settled)
+            gap = above[act] - below[act]
+            k = np.minimum(ways, gap - 1)
+            frac = np.arange(1, ways + 1, dtype=np.float64) / (k[:, None] + 1)
+            mids = below[act, None] + np.floor(frac * gap[:, None]).astype(np.int64)
+            mids = np.where(np.arange(ways)[None, :] < k[:, None], mids, above[act, None] - 1)
+        first = False
+        rows = np.repeat(act, mids.shape[1])
+        flat = mids.ravel()
+        if baseline:
+            m = ev.screen(design, flat, np.zeros_like(flat), 1.0).margin
+        else:
+            m = ev.screen(design, fixed[rows], flat, 1.0).margin
+        ok = (np.nan_to_num(np.asarray(m, dtype=np.float64), nan=-np.inf) >= level).reshape(mids.shape)
+        # per entry: the lowest passing count screened this round bounds it from above, the highest
+        # failing count below that bounds it from below (failing at hi in the first round: none)
+        big = np.iinfo(np.int64).max
+        up = np.where(ok, mids, big).min(axis=1)
+        down = np.where(~ok & (mids < up[:, None]), mids, -1).max(axis=1)
+        above[act] = np.minimum(above[act], up)
+        below[act] = np.maximum(below[act], down)
 
 
 def walk_column(
@@ -133,11 +167,12 @@ def walk_column(
     picklable.
 
     When the column's cap lies below hi − 1 (the points above it cannot beat the best so far), the
-    cap is probed first. Passing there, the threshold is searched below it (exact). Failing there,
-    t*(p) > cap and the column cannot hold the optimum; the top of its range is probed once more:
+    cap and the top of the range (hi − 1) are probed — the top first when the screen's guess is
+    above the cap. Passing at the cap, the threshold is searched below it (exact). Failing at the
+    cap, t*(p) > cap and the column cannot hold the optimum, and the top says what bounds it gives:
     failing there too, t*(p) = hi exactly, which bounds every column left of it (a prompt pool
-    too small for any token count closes the whole region below it in one more run); passing,
-    t*(p) lies in (cap, hi − 1].
+    too small for any token count closes the whole region below it at once); passing, t*(p) lies
+    in (cap, hi − 1].
     """
     seen: dict[Point, Decision] = {}
     p, lo, hi, guess, cap = col
@@ -151,12 +186,18 @@ def walk_column(
     if baseline or cap >= hi - 1 or cap <= lo:
         found = threshold(lo, hi, guess, probe)
         return found, found, seen, evaluator.fresh
-    if probe(cap):
-        found = threshold(lo, cap, min(guess, cap - 1), probe)
-        return found, found, seen, evaluator.fresh
-    if probe(hi - 1):
-        return cap + 1, hi - 1, seen, evaluator.fresh
-    return hi, hi, seen, evaluator.fresh
+    if guess > cap:
+        # the screen expects a failure at the cap: the top first, which may close the column
+        if not probe(hi - 1):
+            return hi, hi, seen, evaluator.fresh
+        if not probe(cap):
+            return cap + 1, hi - 1, seen, evaluator.fresh
+    elif not probe(cap):
+        if probe(hi - 1):
+            return cap + 1, hi - 1, seen, evaluator.fresh
+        return hi, hi, seen, evaluator.fresh
+    found = threshold(lo, cap, min(guess, cap - 1), probe)
+    return found, found, seen, evaluator.fresh
 
 
 @dataclass(slots=True)

@@ -89,6 +89,7 @@ class Column(NamedTuple):
     hi: int
     guess: int
     cap: int
+    probe_top: bool = False  # hi is the sentinel t_hi + 1: a failure at the top closes columns
 
 
 def use_frontier(problem: SearchProblem, space: DesignSpace) -> bool:
@@ -167,15 +168,16 @@ def walk_column(
     picklable.
 
     When the column's cap lies below hi − 1 (the points above it cannot beat the best so far), the
-    cap and the top of the range (hi − 1) are probed — the top first when the screen's guess is
-    above the cap. Passing at the cap, the threshold is searched below it (exact). Failing at the
-    cap, t*(p) > cap and the column cannot hold the optimum, and the top says what bounds it gives:
-    failing there too, t*(p) = hi exactly, which bounds every column left of it (a prompt pool
-    too small for any token count closes the whole region below it at once); passing, t*(p) lies
-    in (cap, hi − 1].
+    cap is probed. Passing there, the threshold is searched below it (exact). Failing there,
+    t*(p) > cap and the column cannot hold the optimum. Where no column left of it is known to
+    pass (hi is the sentinel t_hi + 1: `probe_top`), the top of the range is probed too — first,
+    when the screen's guess is above the cap: failing there, t*(p) = hi exactly, so no column left
+    of it passes either (a prompt pool too small for any token count closes the whole region below
+    it at once); passing, t*(p) lies in (cap, hi − 1]. Elsewhere the top would only tighten an
+    upper bound nobody needs, and is left.
     """
     seen: dict[Point, Decision] = {}
-    p, lo, hi, guess, cap = col
+    p, lo, hi, guess, cap, _top = col
 
     def probe(x: int) -> bool:
         pt = (x, 0) if baseline else (p, x)
@@ -186,13 +188,15 @@ def walk_column(
     if baseline or cap >= hi - 1 or cap <= lo:
         found = threshold(lo, hi, guess, probe)
         return found, found, seen, evaluator.fresh
-    if guess > cap:
+    if col.probe_top and guess > cap:
         # the screen expects a failure at the cap: the top first, which may close the column
         if not probe(hi - 1):
             return hi, hi, seen, evaluator.fresh
         if not probe(cap):
             return cap + 1, hi - 1, seen, evaluator.fresh
     elif not probe(cap):
+        if not col.probe_top:
+            return cap + 1, hi, seen, evaluator.fresh
         if probe(hi - 1):
             return cap + 1, hi - 1, seen, evaluator.fresh
         return hi, hi, seen, evaluator.fresh
@@ -301,7 +305,8 @@ class FrontierState:
     def _column(self, p: int, lo: int, hi: int, best: Key | None) -> Column:
         """Column `p`'s threshold task in (lo, hi), with the last count that can beat `best`."""
         guess = int(min(max(self.corrected_guess(p), lo + 1), hi - 1)) if hi - lo > 1 else lo + 1
-        return Column(p, lo, hi, guess, self.cap(p, lo + 1, hi - 1, best))
+        top = hi == self.t_range[1] + 1
+        return Column(p, lo, hi, guess, self.cap(p, lo + 1, hi - 1, best), top)
 
     def cap(self, p: int, lo: int, hi: int, best: Key | None) -> int:
         """The largest t in [lo, hi] whose point (p, t) is within budget and beats `best` (lo − 1

@@ -27,7 +27,8 @@ with the grid's area, i.e. with the square of the load. Here the work follows th
    machine of the optimum, and per column O(log) runs, not a walk over the whole range.
 3. Guard. As in the whole-grid hybrid, points cheaper than the optimum that only dominance
    declared infeasible are re-checked with the DES when their analytic margin is above −band or
-   when only near misses dominate them (search.grid.WITNESS_MARGIN, WITNESS_REACH). The re-checks
+   when only near misses or cliffs (a failure one machine below a pass whose margin is more than
+   CLIFF_JUMP higher) dominate them (search.grid.WITNESS_MARGIN, WITNESS_REACH). The re-checks
    are limited to the `guard_depth(n)` points of each column just under the DES frontier (n the
    count there): one machine more or less reorders queues, which is what breaks monotonicity, and
    its effect on a pool of n machines shrinks as n grows, so a flip far below the frontier of a
@@ -35,15 +36,15 @@ with the grid's area, i.e. with the square of the load. Here the work follows th
    comparison in tests/golden/frontier_exhaustive.json checks this on cases from 20 to 300 req/s.
 
 Non-monotonicity, measured. The guard covers flips of a few per cent of margin near the frontier
-(a baseline at 3,000 req/s: N = 840 passes by 0.0002, 841 fails by 0.0005). It does not cover
-the large flips Splitwise-HH shows at 700 req/s on the coding preset (120 s): with 81 prompt
-machines, 9 token machines pass (TBT P90 headroom +0.09), 10 fail (−0.66: TBT P90 4.4× the
-unloaded TBT against 1.4× at 9 and 1.2× at 11) and 11 pass; with 83, 6 pass, 7 fail (−0.61) and
-8 pass. Where the DES flips like this no search short of simulating every point cheaper than its
-answer is exact; the frontier search then returns a DES-verified feasible point whose cost depends
-on which of the feasible islands below the (non-monotone) frontier its probes reached. Its
-answer is exact wherever the DES is monotone up to the guard, which the exhaustive comparisons
-check.
+(a baseline at 3,000 req/s: N = 840 passes by 0.0002, 841 fails by 0.0005) and, through the cliff
+rule, single failures wedged between passes. Splitwise-HH at 700 req/s on the coding preset
+(120 s) has such flips: with 81 prompt machines, 9 token machines pass (TBT P90 headroom +0.09),
+10 fail (−0.66: TBT P90 4.4× the unloaded TBT against 1.4× at 9 and 1.2× at 11) and 11 pass; with
+83, 6 pass, 7 fail (−0.61) and 8 pass. The cliff rule re-checks the points just under such a
+failure (there the search answers 80P+10T), but a flip that no probe lands next to stays unseen:
+where the DES flips like this, no search short of simulating every point cheaper than its answer
+is exact, and the answer is a DES-verified feasible point on the frontier the probes found. It is
+exact wherever the DES is monotone up to the guard, which the exhaustive comparisons check.
 
 Every task is a column's threshold or a chunk of guard points, so rounds run in parallel across
 designs and intervals; the set of tasks of a round depends only on what earlier rounds found, so
@@ -73,6 +74,8 @@ BoolArray = npt.NDArray[np.bool_]
 # Grids whose largest pool range ends above this many machines are searched along the frontier;
 # up to it (the paper's 39 × 39 and 80-machine baselines) the whole-grid hybrid runs as before.
 FULL_GRID_MAX_MACHINES = 100
+# a DES failure one machine below a pass whose margin is this much higher is a weak witness
+CLIFF_JUMP = 0.5
 # guard depth: WITNESS_REACH + GUARD_SQRT · √n points under the frontier of a pool of n machines
 GUARD_SQRT = 0.5
 
@@ -435,21 +438,38 @@ class FrontierState:
         return [(int(a), int(b)) for a, b in zip(ps[doubtful], ts[doubtful], strict=True)]
 
     def _near_miss_only(self, ps: IntArray, ts: IntArray) -> BoolArray:
-        """search.grid.near_miss_only over the points given: every DES-infeasible point dominating
-        it failed by less than WITNESS_MARGIN and one is at most WITNESS_REACH machines away."""
+        """search.grid.near_miss_only over the points given, with cliffs as weak witnesses too: every
+        DES-infeasible point dominating it failed by less than WITNESS_MARGIN or is a cliff
+        (`cliffs`), and one of them is at most WITNESS_REACH machines away."""
         bad = [(p, t, d.margin) for (p, t), d in self.decided.items() if not d.meets]
         if not bad:
             return np.zeros(len(ps), dtype=bool)
         bp = np.array([b[0] for b in bad], dtype=np.int64)
         bt = np.array([b[1] for b in bad], dtype=np.int64)
         bm = np.array([b[2] for b in bad], dtype=np.float64)
+        weak = (bm > -WITNESS_MARGIN) | self.cliffs(bp, bt, bm)
         out = np.zeros(len(ps), dtype=bool)
         for i, (p, t) in enumerate(zip(ps, ts, strict=True)):
             dom = (bp >= p) & (bt >= t)
-            if not dom.any() or np.min(bm[dom]) <= -WITNESS_MARGIN:
+            if not dom.any() or not weak[dom].all():
                 continue
             close = dom & ((bp - p) + (bt - t) <= WITNESS_REACH)
             out[i] = bool(close.any())
+        return out
+
+    def cliffs(self, bp: IntArray, bt: IntArray, bm: npt.NDArray[np.float64]) -> BoolArray:
+        """Per DES-infeasible point: a cliff — one machine more in either pool passes, with a margin
+        more than CLIFF_JUMP above its own. A monotone DES moves its margin a few hundredths per
+        machine near the frontier; a jump this large is where the DES flips (Splitwise-HH at 700
+        req/s fails at 81P+10T by −0.66 between passes at 9 and 11 token machines), so such a
+        failure is weak evidence for the points just below it."""
+        out = np.zeros(len(bp), dtype=bool)
+        for i, (p, t, m) in enumerate(zip(bp.tolist(), bt.tolist(), bm.tolist(), strict=True)):
+            ups = [(p + 1, t)] if self.baseline else [(p, t + 1), (p + 1, t)]
+            for q in ups:
+                d = self.decided.get(q)
+                if d is not None and d.meets and d.margin - (m if math.isfinite(m) else -1.0) > CLIFF_JUMP:
+                    out[i] = True
         return out
 
 

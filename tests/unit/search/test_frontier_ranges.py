@@ -205,3 +205,41 @@ def test_the_frontier_search_survives_a_single_non_monotone_point(notch: tuple[i
         )
     )
     assert _key(r) == tuple(keys[0])
+
+
+def _state_with(decided: dict[tuple[int, int], float]):
+    from splitplan.search.evaluate import Decision
+    from splitplan.search.frontier import FrontierState, KeyOf
+
+    space = paper_space("splitwise-hh", prompt_range=(1, 120), token_range=(1, 120))
+    design = space.design()
+    st = FrontierState(
+        space=space,
+        design=design,
+        keys=KeyOf(SearchProblem(spaces=(space,)), design),
+        guess=np.full(120, 121, dtype=np.int64),
+    )
+    for pt, m in decided.items():
+        st.decided[pt] = Decision(meets=m >= 0, margin=m, binding="tbt_p90")
+    return st
+
+
+@pytest.mark.parametrize(
+    ("failed", "above", "cliff"), [(-0.66, 0.23, True), (-0.66, -0.2, False), (-0.15, 0.05, False)]
+)
+def test_a_failure_just_under_a_far_better_pass_is_a_weak_witness(
+    failed: float, above: float, cliff: bool
+) -> None:
+    # Splitwise-HH at 700 req/s: 81P+11T passes (+0.23), 81P+10T fails (−0.66), 81P+9T passes. The
+    # failure at 10 is a cliff (a margin jump above CLIFF_JUMP to the pass above it), so the points
+    # only it dominates, cheaper than the best, are re-checked however the screen judges them;
+    # a failure under another failure, or under a pass close to its own margin, is no cliff.
+    st = _state_with({(81, 11): above, (81, 10): failed, (120, 3): 0.01})
+    st.record(81, 11 if above >= 0 else 12, 11 if above >= 0 else 121)
+
+    def hopeless(p: np.ndarray, t: np.ndarray) -> np.ndarray:  # the screen's verdict: far off
+        return np.full(len(p), -np.inf)
+
+    cands = st.guard_candidates(hopeless, 0.3)
+    assert ((81, 9) in cands) is cliff
+    assert ((80, 10) in cands) is cliff

@@ -245,43 +245,6 @@ def _des_decisions(outcomes: list[SearchOutcome]) -> dict[tuple[int, int], Decis
     return decided
 
 
-class _DesRunProgress:
-    """Relays a search's task progress as DES runs: each finished task reports the verdicts it added
-    to the shared store (a cached verdict is no run). With `planned` runs (the exhaustive engine
-    simulates every point, so its total is known at the start) the total is scheduled once and
-    stays put; otherwise runs are scheduled as they are made (the hybrid decides as it goes)."""
-
-    def __init__(self, sink: ProgressSink, store: PointStore, planned: int | None = None) -> None:
-        self._sink = sink
-        self._store = store
-        self._seen = len(store)
-        self._planned = planned
-        self._done = 0
-        if planned is not None:
-            sink.add(planned)
-
-    def add(self, total: int) -> None:  # tasks, not runs: the runs are counted as they finish
-        pass
-
-    def advance(self, n: int = 1) -> None:
-        now = len(self._store)
-        if now > self._seen:
-            fresh = now - self._seen
-            if self._planned is None:
-                self._sink.add(fresh)
-            else:
-                fresh = min(fresh, self._planned - self._done)
-            self._sink.advance(fresh)
-            self._done += fresh
-            self._seen = now
-
-    def finish(self) -> None:
-        """A planned total is reached (points served from the store count as done)."""
-        if self._planned is not None and self._done < self._planned:
-            self._sink.advance(self._planned - self._done)
-            self._done = self._planned
-
-
 def heatmap(
     design: Design,
     scenario: Scenario,
@@ -301,7 +264,8 @@ def heatmap(
     `runner` and `store` are the search's (parallel workers; finished DES verdicts, shared with a
     search or another heatmap on the same scenario); `jobs` makes a local runner when none is given.
     `progress` counts one step for the analytic screen, then one per DES run as each finishes (the
-    hybrid walk decides how many it needs only as it goes, so each run is scheduled when it is made).
+    search forecasts its runs at the start: exact for the DES engine, the screen's forecast for the
+    hybrid, whose total grows only by the runs the DES's disagreements add).
     """
     from splitplan.sim.analytic import evaluate_grid
 
@@ -334,8 +298,6 @@ def heatmap(
     runner = runner or Runner(jobs=jobs)
     own_store = store is None
     store = PointStore() if store is None else store
-    planned = len(P) if eng is Engine.DES else None  # one run per point, shared by both objectives
-    relay = None if progress is None else _DesRunProgress(progress, store, planned)
     _log.debug("%s: %s engine over %d points (jobs=%d)", design.name, eng.value, len(P), runner.workers)
     outcomes = []
     try:
@@ -348,9 +310,7 @@ def heatmap(
                 band=band,
                 frontier=False,  # a heatmap shows every point of its grid
             )
-            outcomes.append(run_search(problem, evaluator, runner=runner, store=store, progress=relay))
-        if relay is not None:
-            relay.finish()
+            outcomes.append(run_search(problem, evaluator, runner=runner, store=store, progress=progress))
     finally:
         if own_store:
             store.close()

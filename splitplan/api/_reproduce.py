@@ -26,6 +26,7 @@ from splitplan.api._simulate import WorkloadRequest, build_scenario
 from splitplan.design import PAPER_DESIGNS, ClusterConfig, get_design
 from splitplan.errors import InputError
 from splitplan.search import DesignResult, SearchOutcome
+from splitplan.search.parallel import ProgressSink
 from splitplan.sim.config import shared_dir
 from splitplan.sim.des import simulate_des
 from splitplan.workload import Workload
@@ -222,6 +223,8 @@ def _search_kwargs(assumptions: str) -> dict[str, Any]:
 
 QUICK_STEPS = 2  # per (model, assumptions): Fig. 12 and iso-power conversation
 FULL_STEPS = 7  # + iso-power coding, iso-cost conversation, iso-throughput, batch mode, robustness
+BEYOND_QUICK_STEPS = 1  # beyond the paper: iso-power conversation
+BEYOND_FULL_STEPS = 4  # + iso-power coding, iso-cost conversation, iso-throughput
 
 
 def planned_steps(req: ReproduceRequest) -> int:
@@ -230,11 +233,25 @@ def planned_steps(req: ReproduceRequest) -> int:
     if "compat" in assumptions and not (shared_dir() / "reference" / "splitwise-sim").is_dir():
         assumptions.remove("compat")
     models = req.models[:1] if req.quick else req.models
-    return len(models) * len(assumptions) * (QUICK_STEPS if req.quick else FULL_STEPS)
+    per_run = 0
+    if "paper" in req.sections:
+        per_run += QUICK_STEPS if req.quick else FULL_STEPS
+    if "beyond-paper" in req.sections:
+        per_run += BEYOND_QUICK_STEPS if req.quick else BEYOND_FULL_STEPS
+    return len(models) * len(assumptions) * per_run
 
 
-def reproduce(req: ReproduceRequest, progress: Callable[[str], None] | None = None) -> ReproduceReport:
-    """Run the paper's comparisons; write report.md, report.json and the Fig. 12 plots to out_dir."""
+def reproduce(
+    req: ReproduceRequest,
+    progress: Callable[[str], None] | None = None,
+    *,
+    runs: ProgressSink | None = None,
+) -> ReproduceReport:
+    """Run the paper's comparisons; write report.md, report.json and the Fig. 12 plots to out_dir.
+
+    `progress` is told each figure step as it starts; `runs` counts the DES runs of the step's
+    searches and heatmaps (each forecasts its own, see search.run), so a step shows its own ETA.
+    """
     t0 = time.perf_counter()
     out = Path(req.out_dir)
     try:
@@ -251,7 +268,7 @@ def reproduce(req: ReproduceRequest, progress: Callable[[str], None] | None = No
     say = progress or (lambda _msg: None)
     for model in models:
         for assume in assumptions:
-            run = _Run(req, model, assume, duration, out, report, say)
+            run = _Run(req, model, assume, duration, out, report, say, runs)
             if "paper" in req.sections:
                 run.fig12()
                 run.iso_budget("iso-power", "conversation")
@@ -297,6 +314,7 @@ class _Run:
     out: Path
     report: ReproduceReport
     say: Callable[[str], None]
+    runs: ProgressSink | None = None
     iso_power_rates: dict[tuple[str, str], float] = field(default_factory=dict)
     iso_power_splits: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
     budget_results: dict[tuple[str, str], dict[str, DesignResult]] = field(default_factory=dict)
@@ -340,14 +358,20 @@ class _Run:
             jobs=self.req.jobs,
             **_search_kwargs(self.assume),
         )  # type: ignore[arg-type]
-        return search(replace(base, **kw))  # type: ignore[arg-type]
+        return search(replace(base, **kw), progress=self.runs)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ Fig. 12
     def fig12(self) -> None:
         """The table's optimum and the figure's star are one answer: the hybrid heatmap's, which is
         `search --design splitwise-hh` on the same scenario and grid (the same run_search)."""
         self.say(f"Fig. 12 ({self.model}, {self.assume})")
-        hm = heatmap(get_design("splitwise-hh"), self.scenario("coding"), engine="hybrid", jobs=self.req.jobs)
+        hm = heatmap(
+            get_design("splitwise-hh"),
+            self.scenario("coding"),
+            engine="hybrid",
+            jobs=self.req.jobs,
+            progress=self.runs,
+        )
         best = hm.cost_optimal
         sec = "Fig. 12: Splitwise-HH, coding, 70 req/s, cost-optimal configuration"
         if best is None:

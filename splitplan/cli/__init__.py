@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -24,7 +24,7 @@ app = typer.Typer(
     name="splitplan",
     help="Plan phase-split (prefill/decode) LLM inference clusters that meet all nine latency SLOs.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion: option names and choices complete in the shell
     pretty_exceptions_enable=False,
 )
 
@@ -127,6 +127,37 @@ def _register() -> None:
 
 _register()
 
+_BUILT: list[object] = []
+
+
+def _tidy_metavars(cmd: object) -> None:
+    """A flag takes no value: help shows none (typer would write `<bool>`). Repeatable options name
+    their item where they are declared (`metavar="DESIGN"`)."""
+    for p in getattr(cmd, "params", []):
+        if getattr(p, "is_flag", False) and getattr(p, "metavar", None) is None:
+            p.metavar = ""
+    help_option = getattr(cmd, "get_help_option", None)
+    if help_option is not None:  # --help is made per context, not kept in `params`
+
+        def valueless_help(ctx: Any, _made: Any = help_option) -> Any:
+            opt = _made(ctx)
+            if opt is not None and getattr(opt, "metavar", None) is None:
+                opt.metavar = ""
+            return opt
+
+        cmd.get_help_option = valueless_help  # type: ignore[attr-defined]
+    for sub in getattr(cmd, "commands", {}).values():
+        _tidy_metavars(sub)
+
+
+def _command() -> Any:
+    """The click group typer builds from `app` (once per process), with tidy metavars."""
+    if not _BUILT:
+        cmd = typer.main.get_command(app)
+        _tidy_metavars(cmd)
+        _BUILT.append(cmd)
+    return _BUILT[0]  # type: ignore[return-value]
+
 
 def _interrupted_by(exc: BaseException) -> bool:
     """A compiled function interrupted by Ctrl-C surfaces as SystemError with the KeyboardInterrupt
@@ -161,7 +192,7 @@ def _main(argv: list[str] | None) -> int:
     forget_interrupt_line()
     try:
         args = _catalog_first(list(sys.argv[1:] if argv is None else argv))
-        rv = app(args=args, standalone_mode=False)
+        rv = _command().main(args=args, prog_name="splitplan", standalone_mode=False)
         _unless_said(rv)
         if isinstance(rv, int):  # a command's own exit code (e.g. 130 after Ctrl-C kept partial work)
             return rv
@@ -175,7 +206,9 @@ def _main(argv: list[str] | None) -> int:
         print(exc.format_message() if hasattr(exc, "format_message") else "", file=sys.stderr)
         return 2
     except click_exceptions.UsageError as exc:
-        print(f"splitplan: error: {exc.format_message()}", file=sys.stderr)
+        # a choice's refusal reads "…: Value error, 'x' is not one of …": the words add nothing
+        msg = exc.format_message().replace("Value error, ", "")
+        print(f"splitplan: error: {msg}", file=sys.stderr)
         return 2
     except click_exceptions.ClickException as exc:
         print(f"splitplan: error: {exc.format_message()}", file=sys.stderr)

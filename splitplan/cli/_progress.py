@@ -49,6 +49,11 @@ class StepProgress:
             self._task = self._bar.add_task(label, total=None)
             self._bar.refresh()  # drawn now: the refresh thread can wait long on a busy GIL (JIT)
 
+    @property
+    def visible(self) -> bool:
+        """Whether a bar is drawn (a terminal, no --quiet): a caller skips work done only for it."""
+        return self._bar is not None
+
     def add(self, total: int) -> None:
         self.total += int(total)
         if self._bar is not None:
@@ -58,6 +63,13 @@ class StepProgress:
         self.done += int(n)
         if self._bar is not None:
             self._bar.update(self._task, completed=self.done)
+
+    def runs(self, label: str) -> _Row | None:
+        """A second row counting finer work (a reproduce step's DES runs), with its own total and
+        ETA; None without a bar. `restart()` empties it for the next step."""
+        if self._bar is None:
+            return None
+        return _Row(self._bar, self._bar.add_task(label, total=None))
 
     def describe(self, text: str) -> None:
         if self._bar is not None:
@@ -78,3 +90,25 @@ class StepProgress:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Row:
+    """A `ProgressSink` drawn as one more row of a StepProgress bar."""
+
+    def __init__(self, bar: Any, task: Any) -> None:
+        self._bar = bar
+        self._task = task
+        self.total = 0
+        self.done = 0
+
+    def add(self, total: int) -> None:
+        self.total += int(total)
+        self._bar.update(self._task, total=self.total)
+
+    def advance(self, n: int = 1) -> None:
+        self.done += int(n)
+        self._bar.update(self._task, completed=self.done)
+
+    def restart(self) -> None:
+        self.total = self.done = 0
+        self._bar.reset(self._task, total=None)

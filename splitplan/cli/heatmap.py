@@ -30,6 +30,7 @@ from splitplan.cli._common import (
     TraceOpt,
     WorkloadOpt,
 )
+from splitplan.search.objective import Engine
 
 
 def heatmap_command(
@@ -56,9 +57,9 @@ def heatmap_command(
     config: ConfigOpt = None,
     slo: SloOpt = None,
     engine: Annotated[
-        str,
+        Engine,
         typer.Option(help="hybrid (the search's answer), des (every point), or analytic (fast, unverified)."),
-    ] = "hybrid",
+    ] = Engine.HYBRID,
     sample_size: Annotated[int | None, typer.Option(help="Requests sampled by the analytic engine.")] = None,
     jobs: Annotated[int, typer.Option(help="Parallel DES processes.")] = 1,
     band: Annotated[float, typer.Option(help="Hybrid: analytic-margin band re-checked with the DES.")] = 0.3,

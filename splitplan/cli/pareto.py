@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
+from splitplan.search.objective import Engine, NamedBudget, Objective
+
 
 def pareto_command(
     source: Annotated[
@@ -24,16 +26,19 @@ def pareto_command(
         int | None, typer.Option("--dpi", help="Resolution of a PNG --plot (default 150).")
     ] = None,
     design: Annotated[
-        list[str] | None, typer.Option("--design", help="Search: design (repeatable). Default: all six.")
+        list[str] | None,
+        typer.Option("--design", metavar="DESIGN", help="Search: design (repeatable). Default: all eight."),
     ] = None,
     workload: Annotated[str | None, typer.Option(help="Search: coding, conversation or a trace CSV.")] = None,
     rate: Annotated[float | None, typer.Option(help="Search: target request rate, req/s (70).")] = None,
     duration: Annotated[float | None, typer.Option(help="Search: workload duration, s (120).")] = None,
     model: Annotated[str | None, typer.Option(help="Search: model name (llama2-70b).")] = None,
-    objective: Annotated[str | None, typer.Option(help="Search: cost, power or throughput (cost).")] = None,
-    budget: Annotated[str | None, typer.Option(help="Search: iso-power or iso-cost.")] = None,
+    objective: Annotated[Objective | None, typer.Option(help="Search: what to optimize (cost).")] = None,
+    budget: Annotated[
+        NamedBudget | None, typer.Option(help="Search: a named budget.", case_sensitive=False)
+    ] = None,
     max_machines: Annotated[int | None, typer.Option(help="Search: cap on machines per pool.")] = None,
-    engine: Annotated[str | None, typer.Option(help="Search: hybrid, analytic or des (hybrid).")] = None,
+    engine: Annotated[Engine | None, typer.Option(help="Search: how points are decided (hybrid).")] = None,
     seed: Annotated[int | None, typer.Option(help="Search: random seed (0).")] = None,
     jobs: Annotated[int | None, typer.Option(help="Search: parallel worker processes (1).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
@@ -92,7 +97,11 @@ def pareto_command(
                 seed=seed or 0,
                 jobs=jobs or 1,
             )
-            fronts = api.pareto(req)
+            from splitplan.cli._progress import StepProgress
+
+            with StepProgress("pareto") as bar:
+                bar.describe(f"searching {len(req.designs) or 'all'} design(s), DES runs")
+                fronts = api.pareto(req, progress=bar if bar.visible else None)
         where = f"{req.workload.workload} at {req.workload.rate_rps:g} req/s, {req.model}"
     if plot is not None:
         plot_pareto(plot, fronts, title=f"Pareto fronts across designs — {where}", dpi=dpi)

@@ -13,10 +13,13 @@ def reproduce_command(
         "reproduce-report"
     ),
     quick: Annotated[bool, typer.Option(help="Reduced run: BLOOM-176B, Fig. 12 and Fig. 18, 60 s.")] = False,
-    model: Annotated[list[str] | None, typer.Option(help="Model (repeatable).")] = None,
+    model: Annotated[list[str] | None, typer.Option(metavar="MODEL", help="Model (repeatable).")] = None,
     assumptions: Annotated[
         list[str] | None,
-        typer.Option(help="compat (the reference simulator's) and/or splitplan (ours); default both."),
+        typer.Option(
+            metavar="<compat|splitplan>",
+            help="compat (the reference simulator's) and/or splitplan (ours); repeatable, default both.",
+        ),
     ] = None,
     duration: Annotated[float, typer.Option(help="Workload duration, s.")] = 120.0,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
@@ -24,8 +27,9 @@ def reproduce_command(
     section: Annotated[
         list[str] | None,
         typer.Option(
+            metavar="<paper|beyond-paper>",
             help="paper (the paper's comparisons) and/or beyond-paper (split designs against "
-            "chunked prefill); repeatable, default both."
+            "chunked prefill); repeatable, default both.",
         ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
@@ -49,6 +53,7 @@ def reproduce_command(
 
     with StepProgress("reproduce", notes=True) as bar:
         bar.add(planned_steps(req))
+        runs = bar.runs("  this step's DES runs")
         started = [False]
 
         def step(msg: str) -> None:  # each message starts the next figure step
@@ -56,8 +61,10 @@ def reproduce_command(
                 bar.advance(1)
             started[0] = True
             bar.describe(msg)
+            if runs is not None:
+                runs.restart()
 
-        report = api.reproduce(req, progress=step)
+        report = api.reproduce(req, progress=step, runs=runs)
         bar.advance(1)
     if json_out:
         print_json(report.to_json())

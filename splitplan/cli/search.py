@@ -9,6 +9,8 @@ from typing import Annotated, Any
 import typer
 
 from splitplan.cli._common import ExportPlanOpt, interrupted
+from splitplan.search.objective import Engine, Method, NamedBudget, Objective
+from splitplan.search.parallel import Backend
 
 
 def search_command(
@@ -17,6 +19,7 @@ def search_command(
         list[str] | None,
         typer.Option(
             "--design",
+            metavar="DESIGN",
             help="Design to search (repeatable): baseline-a100, baseline-h100, splitwise-aa, "
             "splitwise-hh, splitwise-ha, splitwise-hhcap, chunked-a100, chunked-h100. Default: all eight.",
         ),
@@ -24,12 +27,16 @@ def search_command(
     prompt_gpu: Annotated[
         list[str] | None,
         typer.Option(
-            "--prompt-gpu", help="Custom design: prompt-pool GPU/machine (repeat to search over types)."
+            "--prompt-gpu",
+            metavar="GPU",
+            help="Custom design: prompt-pool GPU/machine (repeat to search over types).",
         ),
     ] = None,
     token_gpu: Annotated[
         list[str] | None,
-        typer.Option("--token-gpu", help="Custom design: token-pool GPU/machine (repeatable)."),
+        typer.Option(
+            "--token-gpu", metavar="GPU", help="Custom design: token-pool GPU/machine (repeatable)."
+        ),
     ] = None,
     prompt_power_cap: Annotated[str, typer.Option(help="Prompt-pool cap: 0.7, or LO:HI to search.")] = "1.0",
     token_power_cap: Annotated[str, typer.Option(help="Token-pool cap: 0.7, or LO:HI to search.")] = "1.0",
@@ -59,18 +66,27 @@ def search_command(
     rate: Annotated[float, typer.Option(help="Target request rate, req/s.")] = 70.0,
     duration: Annotated[float, typer.Option(help="Workload duration, s.")] = 120.0,
     model: Annotated[str, typer.Option(help="Model name.")] = "llama2-70b",
-    objective: Annotated[str, typer.Option(help="cost, power or throughput.")] = "cost",
+    objective: Annotated[
+        Objective, typer.Option(help="What to minimize (throughput: maximize).")
+    ] = Objective.COST,
     power_budget_kw: Annotated[float | None, typer.Option(help="Provisioned power budget, kW.")] = None,
     cost_budget_usd_per_h: Annotated[float | None, typer.Option(help="Cost budget, $/h.")] = None,
-    budget: Annotated[str | None, typer.Option(help="iso-power or iso-cost (40 DGX-H100).")] = None,
+    budget: Annotated[
+        NamedBudget | None, typer.Option(help="The power or the cost of 40 DGX-H100.", case_sensitive=False)
+    ] = None,
     max_machines: Annotated[
         int | None,
         typer.Option(
             help="Top of every pool's count range (raises or lowers it). Default: sized from the load."
         ),
     ] = None,
-    engine: Annotated[str, typer.Option(help="hybrid (default), analytic, or des (exhaustive).")] = "hybrid",
-    method: Annotated[str, typer.Option(help="auto, grid or optuna.")] = "auto",
+    engine: Annotated[
+        Engine,
+        typer.Option(help="hybrid: screen, then the DES decides; analytic: screen only; des: exhaustive."),
+    ] = Engine.HYBRID,
+    method: Annotated[
+        Method, typer.Option(help="auto: grid up to two dimensions, else optuna.")
+    ] = Method.AUTO,
     trials: Annotated[int, typer.Option(help="Optuna trials per design.")] = 200,
     band: Annotated[float, typer.Option(help="Hybrid: analytic-margin band re-checked with the DES.")] = 0.3,
     slo: Annotated[Path | None, typer.Option(help="SLO limits (TOML).")] = None,
@@ -84,7 +100,9 @@ def search_command(
     ] = None,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     jobs: Annotated[int, typer.Option(help="Parallel worker processes.")] = 1,
-    backend: Annotated[str, typer.Option(help="loky (local processes) or dask.")] = "loky",
+    backend: Annotated[
+        Backend, typer.Option(help="Local processes (loky) or a Dask cluster.")
+    ] = Backend.LOKY,
     scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address.")] = None,
     storage: Annotated[
         str | None,
@@ -226,9 +244,9 @@ def search_command(
     from splitplan.cli._progress import StepProgress
 
     # shown from the start (sampling the workload and the analytic screens take seconds), then
-    # the search's tasks as they are scheduled and finished, with elapsed time and ETA
+    # the search's DES runs against the total it forecasts at the start, with elapsed time and ETA
     progress = StepProgress("search")
-    progress.describe(f"{len(spaces)} design(s)")
+    progress.describe(f"{len(spaces)} design(s), DES runs")
     meta = {
         "objective": req.objective.value,
         "engine": req.engine.value,
@@ -238,7 +256,7 @@ def search_command(
     }
     try:
         with library_errors_as_flags():
-            outcome = api.search(req, progress=progress)
+            outcome = api.search(req, progress=progress if progress.visible else None)
     except SearchInterrupted as exc:
         progress.close()
         if save_request is not None:

@@ -31,6 +31,7 @@ from splitplan.cli._common import (
     TraceOpt,
     WorkloadOpt,
 )
+from splitplan.sim import SimEngine
 
 
 def simulate_command(
@@ -57,7 +58,9 @@ def simulate_command(
     perf: PerfOpt = None,
     config: ConfigOpt = None,
     slo: SloOpt = None,
-    engine: Annotated[str, typer.Option(help="des or analytic.")] = "des",
+    engine: Annotated[
+        SimEngine, typer.Option(help="The discrete-event simulator or the analytic evaluator.")
+    ] = SimEngine.DES,
     chunk_tokens: Annotated[
         int | None,
         typer.Option(help="Chunked-prefill designs: tokens per iteration (default 512, or the config's)."),
@@ -105,18 +108,25 @@ def simulate_command(
     des_jobs = int(engine == "des")
     n = expected_requests(rate, duration) if trace is None else None
     check_requests_memory(n, budget, "simulating", replayed=False, des_jobs=des_jobs)
-    scenario = api.build_scenario(
-        workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration, trace=trace),
-        model=model,
-        perf=perf,
-        config=config,
-        slo=slo,
-        seed=seed,
-        chunk_tokens=chunk_tokens,
-    )
-    if trace is not None:
-        check_requests_memory(scenario.workload.n, budget, "simulating", replayed=True, des_jobs=des_jobs)
-    result = api.simulate(cfg, scenario, engine)
+    from splitplan.cli._progress import StepProgress
+
+    # one run reports no steps of its own: the bar shows what is happening and the time it takes
+    # (a first run also loads or compiles the simulator)
+    with StepProgress("simulate") as bar:
+        bar.describe("workload")
+        scenario = api.build_scenario(
+            workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration, trace=trace),
+            model=model,
+            perf=perf,
+            config=config,
+            slo=slo,
+            seed=seed,
+            chunk_tokens=chunk_tokens,
+        )
+        if trace is not None:
+            check_requests_memory(scenario.workload.n, budget, "simulating", replayed=True, des_jobs=des_jobs)
+        bar.describe(f"{engine}, {scenario.workload.n:,} requests on {cfg.label}")
+        result = api.simulate(cfg, scenario, engine)
     if requests_out is not None:
         import pyarrow.parquet as pq
 

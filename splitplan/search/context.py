@@ -79,6 +79,9 @@ class SearchContext:
     store: PointStore
     progress: ProgressSink | None
     des_evaluations: int = 0
+    # the DES runs the progress total was given at the start (`run_search`'s forecast); runs beyond
+    # it raise the total one by one
+    planned_des_runs: int = 0
     ledger: list[PointRecord] = field(default_factory=list)
     recorded: set[PointKey] = field(default_factory=set)
     # the analytic screen of each space's whole grid, computed once (the range estimate and the
@@ -106,6 +109,10 @@ class SearchContext:
         self.store.put(key.encoded(), d)
         self.des_evaluations += 1
         self.ledger.append(ledger_record(key, d, self.problem.rate_rps))
+        if self.progress is not None:
+            if self.des_evaluations > self.planned_des_runs:
+                self.progress.add(1)
+            self.progress.advance(1)
 
     def absorb(self, fresh: dict[PointKey, Decision]) -> None:
         for k, d in fresh.items():
@@ -114,10 +121,9 @@ class SearchContext:
     def map(
         self, fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]], fresh_of: Callable[[Any], Any]
     ) -> list[Any]:
-        """Run tasks on the runner; each result's new DES verdicts are recorded as it arrives."""
-        return self.runner.map(
-            fn, tasks, progress=self.progress, on_result=lambda _i, res: self.absorb(fresh_of(res))
-        )
+        """Run tasks on the runner; each result's new DES verdicts are recorded (and counted by the
+        progress) as it arrives — in-process, each run the moment it ends."""
+        return self.runner.map(fn, tasks, on_result=lambda _i, res: self.absorb(fresh_of(res)))
 
     def space_grid(self, space: DesignSpace) -> SpaceGrid:
         """The preamble of every grid strategy: design, grid, cost, power and budget per point."""

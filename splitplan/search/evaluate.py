@@ -135,3 +135,104 @@ class SimEvaluator:
             slowdown={k: float(res.slowdown[k]) for k in SLO_KEYS},
             latency_s={k: float(res.latency_s[k]) for k in SLO_KEYS},
         )
+
+
+# a whole-grid screen up to this many points is kept point by point for `ScreenVerdicts.decide`
+_MEMO_MAX_POINTS = 200_000
+# screens kept for the real run to replay, in points over all calls (memory stays bounded)
+_REPLAY_MAX_POINTS = 2_000_000
+
+
+def screen_call_key(
+    design: Design, prompt: np.ndarray, token: np.ndarray, rate_scale: float | FloatArray
+) -> tuple[object, ...]:
+    """Identifies one `screen` call: the design, the points and the rate factors, by value."""
+    rate = np.asarray(rate_scale, dtype=np.float64)
+    return (
+        design,
+        np.asarray(prompt, dtype=np.int64).tobytes(),
+        np.asarray(token, dtype=np.int64).tobytes(),
+        rate.shape,
+        rate.tobytes(),
+    )
+
+
+@dataclass(slots=True)
+class ScreenVerdicts:
+    """An evaluator whose `decide` is the analytic screen's verdict instead of a DES run.
+
+    A search run against it makes exactly the DES runs the real search would make if the DES agreed
+    with the screen everywhere: that is how a search forecasts its DES work (a progress total that
+    holds from the start) at the cost of the screens alone. `calls` counts the stand-in runs.
+    Screens are memoized point by point, so the strategies' whole-grid screens answer `decide`,
+    and call by call (`replayed`), so the real run that follows does not screen the same points
+    again. With `verdicts=False` every stand-in run passes without a screen: enough to count an exhaustive
+    sweep, whose runs do not depend on the verdicts (the DES engine screens no grid to read from).
+    """
+
+    inner: Evaluator
+    verdicts: bool = True
+    calls: int = 0
+    _memo: dict[tuple[object, float], dict[tuple[int, int], tuple[int, Screen]]] = field(
+        default_factory=dict, repr=False
+    )
+    _screens: dict[tuple[object, ...], Screen] = field(default_factory=dict, repr=False)
+    _screened_points: int = 0
+
+    def screen(
+        self, design: Design, prompt: IntArray, token: IntArray, rate_scale: float | FloatArray = 1.0
+    ) -> Screen:
+        scr = self.inner.screen(design, prompt, token, rate_scale)
+        p, t = np.asarray(prompt), np.asarray(token)
+        if self._screened_points + p.size <= _REPLAY_MAX_POINTS:
+            self._screens[screen_call_key(design, p, t, rate_scale)] = scr
+            self._screened_points += p.size
+        if np.ndim(rate_scale) == 0 and p.size <= _MEMO_MAX_POINTS:
+            memo = self._memo.setdefault((design, float(rate_scale)), {})  # type: ignore[arg-type]
+            for i, pt in enumerate(zip(p.tolist(), t.tolist(), strict=True)):
+                memo[pt] = (i, scr)
+        return scr
+
+    def decide(self, design: Design, prompt: int, token: int, rate_scale: float = 1.0) -> Decision:
+        self.calls += 1
+        if not self.verdicts:
+            return Decision(meets=True, margin=math.inf, binding="")
+        hit = self._memo.get((design, float(rate_scale)), {}).get((int(prompt), int(token)))
+        if hit is None:
+            one = np.array([int(prompt)], dtype=np.int64)
+            hit = (0, self.screen(design, one, np.array([int(token)], dtype=np.int64), rate_scale))
+        i, scr = hit
+        margin = float(scr.margin[i])
+        return Decision(
+            meets=bool(margin >= 0.0),
+            margin=margin,
+            binding="" if scr.binding is None else str(scr.binding[i]),
+            slowdown={k: float(v[i]) for k, v in scr.slowdown.items()},
+            latency_s={k: float(v[i]) for k, v in scr.latency_s.items()},
+        )
+
+    def replayed(self) -> ReplayedScreens:
+        """The inner evaluator, answering the screen calls made here from what they returned."""
+        return ReplayedScreens(inner=self.inner, screens=self._screens)
+
+
+@dataclass(slots=True)
+class ReplayedScreens:
+    """An evaluator that answers a screen call it has seen (same design, points and rates) with the
+    screen that call returned, and everything else from `inner`. Screens are deterministic, so a
+    replay returns what a fresh screen would; a worker process gets `inner` without the screens."""
+
+    inner: Evaluator
+    screens: dict[tuple[object, ...], Screen] = field(default_factory=dict, repr=False)
+
+    def screen(
+        self, design: Design, prompt: IntArray, token: IntArray, rate_scale: float | FloatArray = 1.0
+    ) -> Screen:
+        hit = self.screens.get(screen_call_key(design, np.asarray(prompt), np.asarray(token), rate_scale))
+        return hit if hit is not None else self.inner.screen(design, prompt, token, rate_scale)
+
+    def decide(self, design: Design, prompt: int, token: int, rate_scale: float = 1.0) -> Decision:
+        return self.inner.decide(design, prompt, token, rate_scale)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (ReplayedScreens, (self.inner,))

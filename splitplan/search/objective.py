@@ -57,6 +57,13 @@ class Engine(StrEnum):
     DES = "des"
 
 
+class NamedBudget(StrEnum):
+    """The paper's budgets: the power or the cost of 40 DGX-H100 machines (search.problem)."""
+
+    ISO_POWER = "iso-power"
+    ISO_COST = "iso-cost"
+
+
 class Method(StrEnum):
     AUTO = "auto"
     GRID = "grid"

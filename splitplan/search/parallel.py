@@ -8,20 +8,31 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Protocol
 
 from splitplan.errors import InputError
 
 
 class ProgressSink(Protocol):
-    """Receives task counts: `add` when tasks are scheduled, `advance` as they finish."""
+    """Receives a search's DES runs: `add` schedules runs (the forecast at the start, then any run
+    beyond it; at the end a negative count withdraws forecast runs that were not needed),
+    `advance` counts runs as they finish (cached verdicts are no runs). An Optuna space adds its
+    trials too (analytic, each a step of the same bar)."""
 
     def add(self, total: int) -> None: ...
 
     def advance(self, n: int = 1) -> None: ...
 
 
-BACKENDS = ("loky", "dask")
+class Backend(StrEnum):
+    """Where a search's tasks run: local processes (joblib's loky) or a Dask cluster."""
+
+    LOKY = "loky"
+    DASK = "dask"
+
+
+BACKENDS = tuple(b.value for b in Backend)
 
 
 def check_execution(jobs: object, backend: object, scheduler: object) -> None:
@@ -68,28 +79,23 @@ class Runner:
         self,
         fn: Callable[..., Any],
         tasks: Sequence[tuple[Any, ...]],
-        progress: ProgressSink | None = None,
         on_result: Callable[[int, Any], None] | None = None,
     ) -> list[Any]:
         """`[fn(*task) for task in tasks]`, in order, possibly in parallel.
 
         `on_result(i, result)` runs in the caller's process as each task finishes (to persist
-        finished work before the rest is done); `progress` counts tasks.
+        finished work, and count it, before the rest is done).
         """
         if not tasks:
             return []
-        if progress:
-            progress.add(len(tasks))
         if self.board is not None and self.in_process:
-            return self._cooperative_map(fn, tasks, progress, on_result)
+            return self._cooperative_map(fn, tasks, on_result)
         if self.in_process or (len(tasks) == 1 and self.backend == "loky"):
             out = []
             for i, task in enumerate(tasks):
                 out.append(fn(*task))
                 if on_result:
                     on_result(i, out[-1])
-                if progress:
-                    progress.advance(1)
             return out
         from joblib import Parallel, delayed
 
@@ -100,15 +106,12 @@ class Runner:
                 out.append(res)
                 if on_result:
                     on_result(i, res)
-                if progress:
-                    progress.advance(1)
             return out
 
     def _cooperative_map(
         self,
         fn: Callable[..., Any],
         tasks: Sequence[tuple[Any, ...]],
-        progress: ProgressSink | None,
         on_result: Callable[[int, Any], None] | None,
     ) -> list[Any]:
         """In-process map shared with other processes: tasks another process has claimed are run
@@ -121,8 +124,6 @@ class Runner:
             out[i] = fn(*tasks[i])
             if on_result:
                 on_result(i, out[i])
-            if progress:
-                progress.advance(1)
 
         deferred = []
         for i in range(len(tasks)):

@@ -24,7 +24,7 @@ from splitplan.design import (
     make_instance,
 )
 from splitplan.errors import InputError
-from splitplan.search.objective import Engine, Method, Objective, parse_enum
+from splitplan.search.objective import Engine, Method, NamedBudget, Objective, parse_enum
 
 OBJECTIVES: tuple[str, ...] = tuple(m.value for m in Objective)
 ENGINES: tuple[str, ...] = tuple(m.value for m in Engine)
@@ -40,12 +40,13 @@ NAMED_BUDGET_MACHINES = 40
 def named_budget(name: str) -> tuple[float | None, float | None]:
     """(power_budget_kw, cost_budget_usd_per_h) of `iso-power` or `iso-cost`."""
     h100 = get_machine_type("dgx-h100")
-    key = name.lower()
-    if key == "iso-power":
+    key = name.lower() if isinstance(name, str) else name
+    if key == NamedBudget.ISO_POWER:
         return NAMED_BUDGET_MACHINES * h100.rated_power_kw, None
-    if key == "iso-cost":
+    if key == NamedBudget.ISO_COST:
         return None, NAMED_BUDGET_MACHINES * h100.cost_usd_per_h
-    raise InputError(f"unknown budget {name!r} (known: iso-power, iso-cost)")
+    known = ", ".join(b.value for b in NamedBudget)
+    raise InputError(f"unknown budget {name!r} (known: {known})")
 
 
 def _check_range(r: tuple[int, int], what: str) -> tuple[int, int]:

@@ -12,11 +12,11 @@ import time
 
 from splitplan.search.context import SearchContext
 from splitplan.search.cost_grid import solve_cost_grid
-from splitplan.search.evaluate import Evaluator
+from splitplan.search.evaluate import Evaluator, ScreenVerdicts
 from splitplan.search.instances import combinations, expands, merge
-from splitplan.search.objective import Method, Objective
+from splitplan.search.objective import Engine, Method, Objective
 from splitplan.search.parallel import ProgressSink, Runner
-from splitplan.search.problem import SearchProblem
+from splitplan.search.problem import DesignSpace, SearchProblem
 from splitplan.search.result import DesignResult, PointRecord, SearchOutcome
 from splitplan.search.store import PointStore
 from splitplan.search.throughput import solve_throughput_grid
@@ -60,8 +60,11 @@ def run_search(
         bayes_spaces = [
             s for s in problem.spaces if s.name not in expanded and problem.method_for(s) is Method.OPTUNA
         ]
+        solve = solve_throughput_grid if problem.objective is Objective.THROUGHPUT else solve_cost_grid
+        if grid_spaces and progress is not None and problem.engine is not Engine.ANALYTIC:
+            ctx.planned_des_runs, ctx.evaluator = forecast_des_runs(ctx, grid_spaces)
+            progress.add(ctx.planned_des_runs)
         if grid_spaces:
-            solve = solve_throughput_grid if problem.objective is Objective.THROUGHPUT else solve_cost_grid
             for space, (res, pts) in zip(grid_spaces, solve(ctx, grid_spaces), strict=True):
                 results[space.name] = res
                 points.extend(pts)
@@ -75,6 +78,8 @@ def run_search(
         for s in problem.spaces:
             if s.name in expanded:
                 results[s.name] = merge(problem, s, expanded[s.name], results, points)
+        if progress is not None and ctx.des_evaluations < ctx.planned_des_runs:
+            progress.add(ctx.des_evaluations - ctx.planned_des_runs)  # forecast runs not needed
     except KeyboardInterrupt:
         raise SearchInterrupted(ctx.ledger, ctx.des_evaluations) from None
     ordered = tuple(results[s.name] for s in problem.spaces)
@@ -86,3 +91,31 @@ def run_search(
         wall_s=time.perf_counter() - t0,
         engine=problem.engine,
     )
+
+
+def forecast_des_runs(ctx: SearchContext, grid_spaces: list[DesignSpace]) -> tuple[int, Evaluator]:
+    """The DES runs the grid strategies will make on `ctx`, forecast by running them against the
+    analytic screen's verdicts (`ScreenVerdicts`) — a progress total that holds from the start.
+
+    The forecast starts from the verdicts the store already holds, so a resumed search forecasts
+    only what is left; it is exact where the DES agrees with the screen and is off by the probes a
+    disagreement adds or saves (the real run raises the total if it needs more, and withdraws
+    what it did not need). Returns the count and the evaluator the real run should use: `ctx`'s,
+    replaying the forecast's screens (`ReplayedScreens`), so the forecast costs the strategies'
+    bookkeeping and not a second set of screens.
+    """
+    stand_in = ScreenVerdicts(ctx.evaluator, verdicts=ctx.problem.engine is not Engine.DES)
+    known = PointStore()
+    for key, d in ctx.store.snapshot("").items():
+        known.put(key, d)
+    dry = SearchContext(
+        problem=ctx.problem,
+        evaluator=stand_in,
+        runner=Runner(),
+        store=known,
+        progress=None,
+        screens=ctx.screens,
+    )
+    solve = solve_throughput_grid if ctx.problem.objective is Objective.THROUGHPUT else solve_cost_grid
+    solve(dry, grid_spaces)
+    return stand_in.calls, stand_in.replayed()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Literal
 
 from splitplan.design import ClusterConfig
@@ -10,7 +11,14 @@ from splitplan.sim.config import SimConfig, load_config
 from splitplan.sim.result import RequestMetrics, SimResult
 from splitplan.sim.scenario import Scenario
 
-Engine = Literal["des", "analytic"]
+Engine = Literal["des", "analytic"]  # the type of `engine` below; SimEngine is its enum
+
+
+class SimEngine(StrEnum):
+    """What simulates one configuration: the discrete-event simulator or the analytic evaluator."""
+
+    DES = "des"
+    ANALYTIC = "analytic"
 
 
 def simulate(config: ClusterConfig, scenario: Scenario, engine: str = "des") -> SimResult:
@@ -23,7 +31,17 @@ def simulate(config: ClusterConfig, scenario: Scenario, engine: str = "des") -> 
         from splitplan.sim.analytic import simulate_analytic
 
         return simulate_analytic(config, scenario)
-    raise InputError(f"unknown engine {engine!r} (expected des or analytic)")
+    known = " or ".join(e.value for e in SimEngine)
+    raise InputError(f"unknown engine {engine!r} (expected {known})")
 
 
-__all__ = ["Engine", "RequestMetrics", "Scenario", "SimConfig", "SimResult", "load_config", "simulate"]
+__all__ = [
+    "Engine",
+    "RequestMetrics",
+    "Scenario",
+    "SimConfig",
+    "SimEngine",
+    "SimResult",
+    "load_config",
+    "simulate",
+]

@@ -90,9 +90,13 @@ def test_heatmap_progress_counts_every_des_run(engine, jobs):
 
 def test_reproduce_steps_match_its_announcements(monkeypatch, tmp_path):
     req = ReproduceRequest(out_dir=tmp_path, quick=True, models=("bloom-176b",), assumptions=("splitplan",))
-    assert planned_steps(req) == 2
+    assert planned_steps(req) == 2 + 1  # Fig. 12, iso-power conversation; beyond: iso-power conversation
+    paper = ReproduceRequest(
+        out_dir=tmp_path, quick=True, models=("bloom-176b",), assumptions=("splitplan",), sections=("paper",)
+    )
+    assert planned_steps(paper) == 2
     full = ReproduceRequest(out_dir=tmp_path, models=("bloom-176b", "llama2-70b"), assumptions=("splitplan",))
-    assert planned_steps(full) == 14
+    assert planned_steps(full) == 2 * (7 + 4)
 
 
 def test_step_progress_off_a_terminal_logs_its_steps(capsys, caplog):

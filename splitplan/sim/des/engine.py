@@ -78,7 +78,7 @@ def _tree_build(v, ix, off, size):
 def _tree_new(n_trees, size):
     # n_trees tournament trees of `size` leaves (a power of two), every leaf INF
     v = np.full(n_trees * 2 * size, INF)
-    ix = np.zeros(n_trees * 2 * size, np.int64)
+    ix = np.zeros(n_trees * 2 * size, np.int32)
     for k in range(n_trees):
         off = k * 2 * size
         for j in range(size):
@@ -89,8 +89,11 @@ def _tree_new(n_trees, size):
 
 @nb.njit(cache=True)
 def _tree_set(v, ix, off, size, j, value):
-    # leaf j := value; climb while the winner of a node changes (left wins ties: lowest index)
+    # leaf j := value; climb while the winner of a node changes (left wins ties: lowest index).
+    # A tree is a function of its leaves, so a leaf set to the value it holds changes nothing.
     node = size + j
+    if v[off + node] == value:
+        return
     v[off + node] = value
     node >>= 1
     while node >= 1:
@@ -485,13 +488,13 @@ def simulate_kernel(
     # ---- machine state: one row per machine (a machine's fields share cache lines, which keeps
     # large fleets fast), its queue and batch as columns (queue heads of all machines contiguous)
     mf = _aligned_zeros(M, _NF, np.float64)
-    mint = _aligned_zeros(M, _NI, np.int64)
+    mint = _aligned_zeros(M, _NI, np.int32)
     for m in range(M):
         mf[m, F_RUN_END] = INF
     # only entries below a machine's count are ever read: np.empty leaves the pages of unused
     # queue depth untouched (np.zeros would write them all — 130 MB at 4,000 machines)
-    wait = np.empty((wait_cap, M), np.int64)
-    batch = np.empty((max_batch, M), np.int64)
+    wait = np.empty((wait_cap, M), np.int32)
+    batch = np.empty((max_batch, M), np.int32)
     for m in range(M):
         mf[m, F_MEM] = weights[cls[m]]
         mf[m, F_SCHED_MEM] = weights[cls[m]]
@@ -510,7 +513,7 @@ def simulate_kernel(
         _tree_set(mt_v, mt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_MEM])
     SX = 64  # transfer slots in the transfer tree (doubles when full)
     xt_v, xt_i = _tree_new(1, SX)
-    newb = np.empty(max_batch, np.int64)
+    newb = np.empty(max_batch, np.int32)
     stats = np.zeros(3)  # chunked prefill: see _start_chunked
     # ---- transfers in flight or waiting for memory
     xf_rid = np.zeros(n, np.int64)
@@ -623,6 +626,58 @@ def simulate_kernel(
             mf[m, F_BUSY] += t - mf[m, F_RUN_START]
             mint[m, I_ITERS] += k
             mf[m, F_BATCH_TIME] += mint[m, I_BATCH_N] * (t - mf[m, F_RUN_START])
+            if (
+                mint[m, I_BATCH_NP] == 0
+                and mint[m, I_WAIT_N] == 0
+                and not (chunked and mint[m, I_POOL] == P_MIXED)
+            ):
+                # A run of decodes ends and nothing waits: the next iteration is this batch less its
+                # finished decodes, in the same order — what the five admission passes below select
+                # in this case (they would keep every decode: the batch only shrinks) — so one loop
+                # completes the run and sizes the next one (context and run length in batch order).
+                keep = 0
+                ctx = 0.0
+                kmin = 1 << 62
+                for j in range(mint[m, I_BATCH_N]):
+                    r = batch[j, m]
+                    g = rq[r, R_GEN] + k
+                    rq[r, R_GEN] = g
+                    if g >= rq[r, R_OTOK]:
+                        e2e[r] = t - arr[r]
+                        rq[r, R_STAGE] = S_DONE
+                        mf[m, F_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
+                        mf[m, F_SCHED_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
+                        mf[m, F_SCHED_PEND] -= 1.0
+                    else:
+                        batch[keep, m] = r
+                        keep += 1
+                        ctx += rq[r, R_P] + g
+                        rem = rq[r, R_OTOK] - g
+                        if rem < kmin:
+                            kmin = rem
+                _tree_set(pt_v, pt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_PEND])
+                if not baseline:
+                    _tree_set(mt_v, mt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_MEM])
+                mint[m, I_BATCH_N] = keep
+                mint[m, I_BATCH_TOK] = keep
+                mint[m, I_PAUSED] = False
+                if keep == 0:
+                    mf[m, F_RUN_END] = INF
+                    _tree_set(rt_v, rt_i, 0, S, m, INF)
+                    if mint[m, I_POOL] == P_MIXED and tag[m] != P_MIXED:
+                        _tree_set(pt_v, pt_i, P_MIXED * S2, S, m, INF)
+                        _tree_set(mt_v, mt_i, P_MIXED * S2, S, m, INF)
+                        mint[m, I_POOL] = tag[m]
+                        _tree_set(pt_v, pt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_PEND])
+                        _tree_set(mt_v, mt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_MEM])
+                    continue
+                d = _iteration_time(cls[m], keep, keep, 0, ctx, ptab, ttab, tctx, mtab, mctx)
+                mf[m, F_DUR] = d
+                mint[m, I_N_ITER] = kmin
+                mf[m, F_RUN_START] = t
+                mf[m, F_RUN_END] = t + d * kmin
+                _tree_set(rt_v, rt_i, 0, S, m, mf[m, F_RUN_END])
+                continue
             keep = 0
             for j in range(mint[m, I_BATCH_N]):
                 r = batch[j, m]
@@ -1004,7 +1059,7 @@ def simulate_kernel(
                 status = STATUS_DEADLOCK
                 break
     busy = mf[:, F_BUSY].copy()
-    iters = mint[:, I_ITERS].copy()
+    iters = mint[:, I_ITERS].astype(np.int64)
     batch_time = mf[:, F_BATCH_TIME].copy()
     pm = rq[:, R_PM].astype(np.int64)
     tm = rq[:, R_TM].astype(np.int64)

@@ -38,6 +38,7 @@ from splitplan.search.result import (
     result_from_record,
 )
 
+BASELINE_SCREEN_WAYS = 32  # counts a baseline's screen search screens per round (search.frontier)
 WALK_BLOCKS = 2  # column blocks per Splitwise design in the hybrid walk (parallel tasks)
 VERIFY_ROUNDS = 3
 MAX_WIDENINGS = 8  # automatic ranges double at most this many times (search.ranges)
@@ -295,7 +296,13 @@ def _solve_frontier(
         if space.baseline:
             lo, hi = space.prompt_range
             guess = screen_first_passing(
-                ctx.evaluator, design, np.zeros(1, dtype=np.int64), lo, hi, baseline=True
+                ctx.evaluator,
+                design,
+                np.zeros(1, dtype=np.int64),
+                lo,
+                hi,
+                baseline=True,
+                ways=BASELINE_SCREEN_WAYS,
             )
         else:
             ps = np.arange(space.prompt_range[0], space.prompt_range[1] + 1, dtype=np.int64)
@@ -308,13 +315,12 @@ def _solve_frontier(
     work = [(st, col) for st in states for col in st.seeds()]
     while work:
         tasks: list[tuple[Any, ...]] = [
-            (walk_column, ctx.cached(st.space.name), st.design, p, lo, hi, g, 1.0, st.baseline)
-            for st, (p, lo, hi, g) in work
+            (walk_column, ctx.cached(st.space.name), st.design, c, 1.0, st.baseline) for st, c in work
         ]
-        for (st, (p, *_rest)), (found, seen, _fresh) in zip(
-            work, ctx.map(call, tasks, lambda res: res[2]), strict=True
+        for (st, c), (low, up, seen, _fresh) in zip(
+            work, ctx.map(call, tasks, lambda res: res[3]), strict=True
         ):
-            st.tstar[p] = found
+            st.record(c.p, low, up)
             st.decided.update(seen)
         work = [(st, col) for st in states for col in st.next_columns()]
 

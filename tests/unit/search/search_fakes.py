@@ -30,6 +30,7 @@ class FakeEvaluator:
     noise: float = 0.0
     offset: float = 0.0
     notch: tuple[int, int] | None = None  # a DES-infeasible point inside the feasible region
+    notch_margin: float = -0.01  # the DES margin there (−0.01: a near miss; −0.6: a cliff)
     calls: list[tuple[str, int, int, float]] = field(default_factory=list)
     screens: int = 0
     fail_after: int | None = None  # raise KeyboardInterrupt at this DES call (Ctrl-C simulation)
@@ -61,7 +62,7 @@ class FakeEvaluator:
         self.calls.append((design.name, int(prompt), int(token), float(rate_scale)))
         m = float(self.true_margin(design, prompt, token, rate_scale))
         if self.notch is not None and (prompt, token) == self.notch:
-            m = -0.01
+            m = self.notch_margin
         m = round(m, 12)
         return Decision(
             meets=m >= 0,
@@ -78,7 +79,7 @@ def exhaustive_optimum(ev, design, p_range, t_range, objective="cost"):
         for t in [0] if design.is_baseline else range(t_range[0], t_range[1] + 1):
             m = float(ev.true_margin(design, p, t, 1.0))
             if ev.notch is not None and (p, t) == ev.notch:
-                m = -0.01
+                m = ev.notch_margin
             if m < 0:
                 continue
             cost = p * design.prompt.cost_usd_per_h + t * design.token.cost_usd_per_h

@@ -135,3 +135,111 @@ def test_feasible_optimum_on_the_edge_of_a_given_range_says_so() -> None:
     assert r.limited_by == "range"
     inner = run_search(SearchProblem(spaces=(replace(space, prompt_range=(1, 39)),)), ev).results[0]
     assert inner.limited_by is None
+
+
+@pytest.mark.parametrize("design", ["baseline-h100", "splitwise-hh"])
+def test_screen_search_over_many_counts_per_round_equals_bisection(design: str) -> None:
+    from splitplan.design import get_design
+    from splitplan.search.frontier import screen_first_passing
+
+    d = get_design(design)
+    ev = FakeEvaluator(prompt_need=26.5 * 40, token_need=2.5 * 40, bias=0.2)
+    fixed = np.arange(1, 600, 7, dtype=np.int64)
+    if d.is_baseline:
+        fixed = fixed[:1]
+    one = screen_first_passing(ev, d, fixed, 1, 3000, baseline=d.is_baseline)
+    n_one, ev.screens = ev.screens, 0
+    many = screen_first_passing(ev, d, fixed, 1, 3000, baseline=d.is_baseline, ways=32)
+    assert many.tolist() == one.tolist()
+    assert ev.screens < n_one
+    # and the answer is the smallest passing count (hi + 1 where none passes)
+    t = np.arange(1, 3001)
+    for i, p in enumerate(fixed):
+        if d.is_baseline:
+            m = ev.screen(d, t, np.zeros_like(t)).margin
+        else:
+            m = ev.screen(d, np.full(len(t), p), t).margin
+        ok = np.nonzero(m >= 0)[0]
+        assert one[i] == (int(t[ok[0]]) if len(ok) else 3001)
+
+
+@pytest.mark.parametrize("offset", [0.3, 0.6])
+def test_a_column_too_small_for_any_token_count_costs_two_des_runs(offset: float) -> None:
+    # prompt-bound, and a screen optimistic enough to expect such columns to pass: every column
+    # below the prompt need fails for any token count. Past the seeds, a column is searched up to
+    # its cap (the last count that can beat the best so far) and, failing there, once at the top
+    # of its range; failing there too it closes every column left of it — no walk up the column.
+    ev = FakeEvaluator(prompt_need=26.5 * 12, token_need=2.5 * 12, offset=offset)
+    space = paper_space("splitwise-hh", prompt_range=(1, 400), token_range=(1, 400))
+    design = space.design()
+    r = run_search(SearchProblem(spaces=(space,)), ev).results[0]
+    assert _key(r) == exhaustive_optimum(ev, design, space.prompt_range, space.token_range)
+    by_col: dict[int, list[int]] = {}
+    for _name, p, t, _f in ev.calls:
+        by_col.setdefault(p, []).append(t)
+    hopeless = sorted(p for p in by_col if float(ev.true_margin(design, p, 400, 1.0)) < 0)
+    walked = [p for p in hopeless if len(by_col[p]) > 2]
+    assert len(hopeless) >= 3
+    assert len(walked) <= 1  # at most the screen's best column, a seed searched before any best
+
+
+@pytest.mark.parametrize("notch", [(150, 40), (160, 31), (200, 20)])
+def test_the_frontier_search_survives_a_single_non_monotone_point(notch: tuple[int, int]) -> None:
+    # one DES-infeasible point inside the feasible region (failing by 1 %: a near miss): the guard
+    # re-checks the points it alone declared infeasible, so the answer stays the brute-force one
+    ev = FakeEvaluator(prompt_need=26.5 * 8, token_need=2.5 * 8, bias=0.1, notch=notch)
+    space = paper_space("splitwise-hh", prompt_range=(1, 300), token_range=(1, 300))
+    r = run_search(SearchProblem(spaces=(space,)), ev).results[0]
+    p = np.arange(1, 301)
+    pp, tt = (a.ravel() for a in np.meshgrid(p, p, indexing="ij"))
+    ok = np.round(ev.true_margin(space.design(), pp, tt, 1.0), 12) >= 0
+    ok &= ~((pp == notch[0]) & (tt == notch[1]))
+    cost = pp * space.design().prompt.cost_usd_per_h + tt * space.design().token.cost_usd_per_h
+    keys = sorted(
+        zip(
+            np.round(cost[ok], 9).tolist(),
+            (pp + tt)[ok].tolist(),
+            pp[ok].tolist(),
+            tt[ok].tolist(),
+            strict=True,
+        )
+    )
+    assert _key(r) == tuple(keys[0])
+
+
+def _state_with(decided: dict[tuple[int, int], float]):
+    from splitplan.search.evaluate import Decision
+    from splitplan.search.frontier import FrontierState, KeyOf
+
+    space = paper_space("splitwise-hh", prompt_range=(1, 120), token_range=(1, 120))
+    design = space.design()
+    st = FrontierState(
+        space=space,
+        design=design,
+        keys=KeyOf(SearchProblem(spaces=(space,)), design),
+        guess=np.full(120, 121, dtype=np.int64),
+    )
+    for pt, m in decided.items():
+        st.decided[pt] = Decision(meets=m >= 0, margin=m, binding="tbt_p90")
+    return st
+
+
+@pytest.mark.parametrize(
+    ("failed", "above", "cliff"), [(-0.66, 0.23, True), (-0.66, -0.2, False), (-0.15, 0.05, False)]
+)
+def test_a_failure_just_under_a_far_better_pass_is_a_weak_witness(
+    failed: float, above: float, cliff: bool
+) -> None:
+    # Splitwise-HH at 700 req/s: 81P+11T passes (+0.23), 81P+10T fails (−0.66), 81P+9T passes. The
+    # failure at 10 is a cliff (a margin jump above CLIFF_JUMP to the pass above it), so the points
+    # only it dominates, cheaper than the best, are re-checked however the screen judges them;
+    # a failure under another failure, or under a pass close to its own margin, is no cliff.
+    st = _state_with({(81, 11): above, (81, 10): failed, (120, 3): 0.01})
+    st.record(81, 11 if above >= 0 else 12, 11 if above >= 0 else 121)
+
+    def hopeless(p: np.ndarray, t: np.ndarray) -> np.ndarray:  # the screen's verdict: far off
+        return np.full(len(p), -np.inf)
+
+    cands = st.guard_candidates(hopeless, 0.3)
+    assert ((81, 9) in cands) is cliff
+    assert ((80, 10) in cands) is cliff

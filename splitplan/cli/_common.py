@@ -155,3 +155,40 @@ ExportPlanOpt = Annotated[
         help="Write a neutral deployment plan (YAML) of the answer; see the export-a-deployment-plan how-to.",
     ),
 ]
+
+
+def scenario_of_options(
+    *,
+    workload: str,
+    rate: float,
+    duration: float,
+    trace: str | None,
+    model: str,
+    perf: str | None,
+    config: Path | None,
+    slo: Path | None,
+    seed: int,
+    chunk_tokens: int | None = None,
+    memory_budget: float,
+    what: str,
+    **estimate: Any,
+) -> Any:
+    """The scenario a command's workload options describe. A replayed trace's size is known only
+    once it is read, so its memory check (`what` N requests, `estimate` as for the generated
+    workload's check before) comes here; a generated workload's was made before drawing it."""
+    from splitplan import api
+    from splitplan.api._memory import check_requests_memory
+    from splitplan.api._simulate import WorkloadRequest
+
+    scenario = api.build_scenario(
+        workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration, trace=trace),
+        model=model,
+        perf=perf,
+        config=config,
+        slo=slo,
+        seed=seed,
+        chunk_tokens=chunk_tokens,
+    )
+    if trace is not None:
+        check_requests_memory(scenario.workload.n, memory_budget, what, replayed=True, **estimate)
+    return scenario

@@ -78,8 +78,8 @@ def heatmap_command(
     from splitplan import api
     from splitplan.api._heatmap import MAX_POINTS
     from splitplan.api._memory import check_requests_memory, expected_requests, parse_memory
-    from splitplan.api._simulate import WorkloadRequest, resolve_design
-    from splitplan.cli._common import check_outputs, given, print_json, refuse_with_trace
+    from splitplan.api._simulate import resolve_design
+    from splitplan.cli._common import check_outputs, given, print_json, refuse_with_trace, scenario_of_options
     from splitplan.cli._parse import library_errors_as_flags, parse_range
     from splitplan.errors import InputError
 
@@ -124,19 +124,21 @@ def heatmap_command(
     # the bar shows from here: sampling the workload and the analytic screen take seconds too
     with StepProgress(f"heatmap {d.name}") as progress, library_errors_as_flags():
         progress.describe("workload")
-        scenario = api.build_scenario(
-            workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration, trace=trace),
+        scenario = scenario_of_options(
+            workload=workload,
+            rate=rate,
+            duration=duration,
+            trace=trace,
             model=model,
             perf=perf,
             config=config,
             slo=slo,
             seed=seed,
+            memory_budget=budget,
+            what="a heatmap over",
+            des_jobs=des_jobs,
+            grid_points=points,
         )
-        if trace is not None:
-            n = scenario.workload.n
-            check_requests_memory(
-                n, budget, "a heatmap over", replayed=True, des_jobs=des_jobs, grid_points=points
-            )
         progress.describe(f"{engine}, {points} points")
         result = api.heatmap(
             d, scenario, pr, tr, engine, sample_size=sample_size, jobs=jobs, band=band, progress=progress

@@ -75,8 +75,14 @@ def simulate_command(
     from splitplan import api
     from splitplan.api._memory import check_requests_memory, expected_requests, parse_memory
     from splitplan.api._plan import check_plan_path
-    from splitplan.api._simulate import WorkloadRequest, make_config, requests_table, resolve_design
-    from splitplan.cli._common import check_outputs, given, print_json, refuse_with_trace
+    from splitplan.api._simulate import make_config, requests_table, resolve_design
+    from splitplan.cli._common import (
+        check_outputs,
+        given,
+        print_json,
+        refuse_with_trace,
+        scenario_of_options,
+    )
     from splitplan.design import BatchPolicy
     from splitplan.errors import InputError
 
@@ -114,17 +120,21 @@ def simulate_command(
     # (a first run also loads or compiles the simulator)
     with StepProgress("simulate") as bar:
         bar.describe("workload")
-        scenario = api.build_scenario(
-            workload=WorkloadRequest(workload=workload, rate_rps=rate, duration_s=duration, trace=trace),
+        scenario = scenario_of_options(
+            workload=workload,
+            rate=rate,
+            duration=duration,
+            trace=trace,
             model=model,
             perf=perf,
             config=config,
             slo=slo,
             seed=seed,
             chunk_tokens=chunk_tokens,
+            memory_budget=budget,
+            what="simulating",
+            des_jobs=des_jobs,
         )
-        if trace is not None:
-            check_requests_memory(scenario.workload.n, budget, "simulating", replayed=True, des_jobs=des_jobs)
         bar.describe(f"{engine}, {scenario.workload.n:,} requests on {cfg.label}")
         result = api.simulate(cfg, scenario, engine)
     if requests_out is not None:

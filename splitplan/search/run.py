@@ -9,6 +9,7 @@ dimensions). Strategies share the context and never each other.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from splitplan.search.context import SearchContext
 from splitplan.search.cost_grid import solve_cost_grid
@@ -60,7 +61,7 @@ def run_search(
         bayes_spaces = [
             s for s in problem.spaces if s.name not in expanded and problem.method_for(s) is Method.OPTUNA
         ]
-        solve = solve_throughput_grid if problem.objective is Objective.THROUGHPUT else solve_cost_grid
+        solve = _grid_strategy(problem)
         if grid_spaces and progress is not None and problem.engine is not Engine.ANALYTIC:
             ctx.planned_des_runs, ctx.evaluator = forecast_des_runs(ctx, grid_spaces)
             progress.add(ctx.planned_des_runs)
@@ -93,6 +94,11 @@ def run_search(
     )
 
 
+def _grid_strategy(problem: SearchProblem) -> Any:
+    """The strategy over 1–2 dimensional count grids for the problem's objective."""
+    return solve_throughput_grid if problem.objective is Objective.THROUGHPUT else solve_cost_grid
+
+
 def forecast_des_runs(ctx: SearchContext, grid_spaces: list[DesignSpace]) -> tuple[int, Evaluator]:
     """The DES runs the grid strategies will make on `ctx`, forecast by running them against the
     analytic screen's verdicts (`ScreenVerdicts`) — a progress total that holds from the start.
@@ -116,6 +122,5 @@ def forecast_des_runs(ctx: SearchContext, grid_spaces: list[DesignSpace]) -> tup
         progress=None,
         screens=ctx.screens,
     )
-    solve = solve_throughput_grid if ctx.problem.objective is Objective.THROUGHPUT else solve_cost_grid
-    solve(dry, grid_spaces)
+    _grid_strategy(ctx.problem)(dry, grid_spaces)
     return stand_in.calls, stand_in.replayed()

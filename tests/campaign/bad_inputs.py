@@ -26,7 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
 SHARED = ROOT.parent / "shared"
+
+# the readers' own column lists: the campaign's files are written to the schemas they check
+from splitplan.perf.profile import PROFILE_COLUMNS  # noqa: E402
+from splitplan.workload.readers import AZURE_COLUMNS, REFERENCE_COLUMNS  # noqa: E402
+
 TRACE = SHARED / "reference" / "splitwise-sim" / "traces" / "rr_code_70_2min.csv"
 PROFILE = SHARED / "reference" / "splitwise-sim" / "perf_model.csv"
 TIMEOUT_S = 180
@@ -117,8 +123,8 @@ def _files(tmp: Path) -> dict[str, Path]:
     }
     for k, v in slos.items():
         f[f"slo_{k}"] = w(f"slo_{k}.toml", v)
-    ref = "request_id,request_type,application_id,arrival_timestamp,batch_size,prompt_size,token_size\n"
-    az = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+    ref = ",".join(REFERENCE_COLUMNS) + "\n"
+    az = ",".join(AZURE_COLUMNS) + "\n"
     traces = {
         "header_only": ref,
         "bad_header": "a,b,c\n1,2,3\n",
@@ -134,7 +140,7 @@ def _files(tmp: Path) -> dict[str, Path]:
     }
     for k, v in traces.items():
         f[f"trace_{k}"] = w(f"trace_{k}.csv", v)
-    head = "model,hardware,prompt_size,batch_size,token_size,prompt_time,token_time,tensor_parallel\n"
+    head = ",".join(PROFILE_COLUMNS) + "\n"
     profiles = {
         "header_only": head,
         "bad_gpu": head + "llama2-70b,z100,500,1,120,90,45,8\n",
@@ -565,8 +571,7 @@ def cases(tmp: Path) -> list[Case]:
         lambda d: None if d["throughput_rps"] is None else f"throughput {d['throughput_rps']}",
     )
     (tmp / "instant.csv").write_text(
-        "request_id,request_type,application_id,arrival_timestamp,batch_size,prompt_size,token_size\n"
-        + "".join(f"{i},2,0,0.0,1,100,20\n" for i in range(50))
+        ",".join(REFERENCE_COLUMNS) + "\n" + "".join(f"{i},2,0,0.0,1,100,20\n" for i in range(50))
     )
 
     def in_range(lo: int, hi: int, which: str) -> Callable[[dict], str | None]:

@@ -6,11 +6,10 @@ import json
 import tomllib
 
 from splitplan.cli import main
+from splitplan.perf.measurements import MEASUREMENT_COLUMNS
 
-HEADER = (
-    "source,model,gpu,tp,precision,phase,batch_size,prompt_tokens,context_tokens,output_tokens,"
-    "measured_ms,estimated,derivation,notes\n"
-)
+# the measurement schema's columns (the reader's own list) and its three optional ones
+HEADER = ",".join((*MEASUREMENT_COLUMNS, "estimated", "derivation", "notes")) + "\n"
 ROWS = (
     "eng,llama2-7b,a100-80gb,1,fp16,prompt,1,192,,,24,no,,\n"
     "eng,llama2-7b,a100-80gb,1,fp16,prompt,1,1536,,,117,no,,\n"

@@ -218,6 +218,16 @@ def _wait_insert(wait, mint, m, r, rq, arr):
 
 
 @nb.njit(cache=True)
+def _decode_done(r, m, t, rq, rf, mf, arr, e2e):
+    # request r's last token on machine m at time t: its E2E, and its prompt and decode KV freed
+    e2e[r] = t - arr[r]
+    rq[r, R_STAGE] = S_DONE
+    mf[m, F_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
+    mf[m, F_SCHED_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
+    mf[m, F_SCHED_PEND] -= 1.0
+
+
+@nb.njit(cache=True)
 def _need(r, m, rq, rf, reserve_decode):
     # KV memory a waiting task needs to start: a prompt its p + 1 tokens (plus its decode's when
     # reserving on the same machine), a decode its output tokens unless reserved with its prompt
@@ -643,11 +653,7 @@ def simulate_kernel(
                     g = rq[r, R_GEN] + k
                     rq[r, R_GEN] = g
                     if g >= rq[r, R_OTOK]:
-                        e2e[r] = t - arr[r]
-                        rq[r, R_STAGE] = S_DONE
-                        mf[m, F_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
-                        mf[m, F_SCHED_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
-                        mf[m, F_SCHED_PEND] -= 1.0
+                        _decode_done(r, m, t, rq, rf, mf, arr, e2e)
                     else:
                         batch[keep, m] = r
                         keep += 1
@@ -720,11 +726,7 @@ def simulate_kernel(
                 else:
                     rq[r, R_GEN] += k
                     if rq[r, R_GEN] >= rq[r, R_OTOK]:
-                        e2e[r] = t - arr[r]
-                        rq[r, R_STAGE] = S_DONE
-                        mf[m, F_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
-                        mf[m, F_SCHED_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
-                        mf[m, F_SCHED_PEND] -= 1.0
+                        _decode_done(r, m, t, rq, rf, mf, arr, e2e)
                     else:
                         batch[keep, m] = r
                         keep += 1

@@ -13,8 +13,9 @@ from splitplan.catalog import Machine, get_machine_type, get_model
 from splitplan.catalog.precision import Precision
 from splitplan.errors import InputError
 from splitplan.perf import PerfModel, get_perf_model, resolve_perf
-from splitplan.perf.measurements import read_measurements, static_batch_time_s
+from splitplan.perf.measurements import MEASUREMENT_COLUMNS, read_measurements, static_batch_time_s
 from splitplan.perf.physical import EFFICIENCIES, STACK_BOUNDS, PhysicalPerfModel, StackParams
+from splitplan.perf.profile import PROFILE_COLUMNS
 from splitplan.perf.stackfit import FitOptions, consistent_rows, fit_params, fit_stack, score
 from splitplan.perf.stacks import list_stacks, load_stack, save_stack
 
@@ -218,10 +219,8 @@ def test_static_batch_closed_form_equals_the_sum_of_iterations() -> None:
         assert got[i] == pytest.approx(float(want), rel=1e-12)
 
 
-MEAS_HEADER = (
-    "source,model,gpu,tp,precision,phase,batch_size,prompt_tokens,context_tokens,output_tokens,"
-    "measured_ms,estimated,derivation,notes\n"
-)
+# the measurement schema's columns (the reader's own list) and its three optional ones
+MEAS_HEADER = ",".join((*MEASUREMENT_COLUMNS, "estimated", "derivation", "notes")) + "\n"
 
 
 def synthetic_measurements(tmp_path, true: StackParams, noise: float = 0.0):
@@ -327,7 +326,7 @@ def test_measurement_reader_rejects_bad_rows(tmp_path) -> None:
 
 def test_profile_schema_rows_and_contradicting_rows(tmp_path) -> None:
     f = tmp_path / "p.csv"
-    head = "model,hardware,prompt_size,batch_size,token_size,prompt_time,token_time,tensor_parallel\n"
+    head = ",".join(PROFILE_COLUMNS) + "\n"
     body = [
         "llama2-70b,a100-80gb,500,1,120,100,40,2\n",
         "llama2-70b,a100-80gb,500,2,120,200,41,2\n",

@@ -7,13 +7,15 @@ percentiles come from per-request latencies just as in the discrete-event simula
 - Prompt pool: join-the-shortest-queue by pending tokens (exact prompt sizes) waits like one FCFS
   queue of c = prompt machines, and a machine with a queue is "full" once pending + p exceeds the
   pending-token cap. Who waits how long comes from a birth–death chain on the prompts the pool
-  holds (`_admission_chain`): departures at min(n, c) per mean service, arrivals at λ times the
+  holds (`_chain_position`): departures at min(n, c) per mean service, arrivals at λ times the
   share of prompt work that still fits behind the least-loaded machine's queue, so big prompts are
   turned away first and an overloaded pool stays just below saturation. Each sampled request's
   stratified uniform picks the state it meets (PASTA): no wait below c, else n − c + 1 departures;
   past the last state its size fits at, it overflows; behind the least-loaded machine's first
   queued prompt the others run packed (FCFS up to the batch-token cap), each one a prompt that fit
-  the level it was admitted at. TTFT = wait + prompt time. A machine that
+  the level it was admitted at. The chain is solved in closed-form pieces (a truncated Poisson
+  below c, straight pieces of the admission products up to 2c, one geometric run per queue level
+  above), so a point costs the same whatever the pool size. TTFT = wait + prompt time. A machine that
   finds prompts queued runs them in one iteration (FCFS up to the batch-token cap), which costs
   less than their solo iterations: the mean service falls from solo towards the packed mean in
   proportion to the Erlang-C probability of waiting (a fixed point in the load).
@@ -50,6 +52,7 @@ and tests/accuracy/test_analytic_vs_des.py on the stored 39×39 DES grids.
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
 from dataclasses import dataclass, field, fields
@@ -525,7 +528,7 @@ class _SplitContext:
         self.decode_capacity = self.nmax / float(self.tau_grid[-1])  # decode tokens/s per machine
         self.dec_sorted = np.sort(self.dec)
         self.dec_index = np.arange(len(self.dec_sorted), dtype=np.float64)
-        # the admission chain (`_admission_chain`): the share of the workload's prompt work that
+        # the admission chain (`_chain_position`): the share of the workload's prompt work that
         # fits behind a least-loaded machine holding j queued prompts (j ≥ 1; by work: the chain
         # counts prompts in units of the mean prompt, and the prompts that fit high up are the
         # small ones), and the highest level each sampled request fits at (below 1: only where the
@@ -555,7 +558,7 @@ class _SplitContext:
         self.queue_packed = np.concatenate([[0.0], np.cumsum(level_mean[1:])])
         self.queue_levels = np.arange(len(self.queue_packed), dtype=np.float64)
         self.fit_level = np.clip(np.floor((full - p) / mean_p - 1.0), 0.0, _MAX_QUEUE_LEVELS)
-        self.queue_first = _QueueFirst(sample.p_all, service_all)
+        self.queue_first = _QueueFirst(sample.p_all, service_all, float(self.fits[1]))
 
     def _longest_decode(self, nbat: FloatArray) -> FloatArray:
         """Decode iterations of the longest of N + 1 decodes (the sample's N/(N + 1) quantile)."""
@@ -568,7 +571,7 @@ class _SplitContext:
         it overflows).
 
         Who waits how long, and who overflows, comes from the admission chain of the DES's "full"
-        rule (`_admission_chain`): each sampled request's stratified uniform picks the state it
+        rule (`_chain_position`): each sampled request's stratified uniform picks the state it
         meets (PASTA); past the last state its size is admitted at, it overflows; otherwise it
         waits behind the least-loaded machine's queue of (n − c)/c prompts: a residual service
         over c (Allen–Cunneen), the queue's first prompt (a mean service), then the others as the
@@ -599,10 +602,9 @@ class _SplitContext:
         )
         excess = offered - served + lam_p * es * over_cap
         overflow = np.divide(excess, offered, out=np.zeros_like(offered), where=offered > 0)
-        cum, states, _ = _admission_chain(pm, lam, es, self.fits, self.queue_first)
+        n_seen = _chain_position(pm, lam * es, self.fits, self.queue_first, s.u)
         c = P[:, None]
         last = c * (self.fit_level[None, :] + 2.0) - 1.0  # ⌊(n − c)/c⌋ ≤ its level
-        n_seen = _state_quantile(cum, states, s.u)
         over_i = n_seen >= last + 1.0
         ahead = np.maximum(n_seen - c, 0.0)
         r = 1.0 / np.sqrt(ahead + 1.0)  # k = ahead + 1 gaps: 1 − 1/(9k) + z/(3√k), cubed
@@ -693,10 +695,12 @@ class _QueueFirst:
     With m = n − c queued machines and k = 2c − n without a queue, the least-pending machine is a
     queued one when all k X's exceed the smallest of the m W's:
     h = Σ_w P(X > w)^k · P(min of m W's ∈ dw), on quantile lattices of the sizes (deterministic).
-    Tables per pool size, computed on first use.
+    What the chain needs of it is, per pool size c, the log of the admission products between c
+    and 2c prompts (`log_admits`): computed on first use, kept for every evaluator of the same
+    lattices (a search screens the same pool sizes again and again), in a bounded cache.
     """
 
-    def __init__(self, p_all: FloatArray, service_all: FloatArray) -> None:
+    def __init__(self, p_all: FloatArray, service_all: FloatArray, fit_level_one: float) -> None:
         levels = (np.arange(_QUEUE_FIRST_LATTICE) + 0.5) / _QUEUE_FIRST_LATTICE
         order = np.argsort(p_all, kind="stable")
         sizes = p_all[order]
@@ -708,86 +712,215 @@ class _QueueFirst:
         self.grid = w[::_QUEUE_FIRST_LATTICE]  # quantile lattice of W
         self.surv_x = 1.0 - np.searchsorted(np.sort(running), self.grid, side="right") / len(running)
         self.surv_w = 1.0 - (np.arange(len(self.grid)) + 0.5) / len(self.grid)
-        self.tables: dict[int, FloatArray] = {}
+        self.refused = 1.0 - fit_level_one  # share of the prompt work that does not fit at level 1
+        self._key = (self.surv_x.tobytes(), self.refused)
 
     def table(self, c: int) -> FloatArray:
-        """h for n = c + 1 … 2c − 1 (index n − c − 1)."""
-        if c not in self.tables:
-            m = np.arange(1, c, dtype=np.float64)[:, None]  # queued machines
-            k = c - m  # machines without a queue
-            sw = np.concatenate([[1.0], self.surv_w])[None, :]
-            mass = sw[:, :-1] ** m - sw[:, 1:] ** m  # min of m W's falls in each cell
-            self.tables[c] = np.sum(self.surv_x[None, :] ** k * mass, axis=1)
-        return self.tables[c]
+        """h for n = c + 1 … 2c − 1 (index n − c − 1): m = 1 … c − 1 queued machines.
+
+        The powers P(X > w)^k and P(W > w)^m come from running products along m (k = c − m
+        runs down as m runs up), not from a power per term."""
+        if c < 2:
+            return np.zeros(0)
+        sx = self.surv_x[None, :]
+        sw = np.concatenate([[1.0], self.surv_w])[None, :]
+        m = c - 1
+        x_pow = np.cumprod(np.broadcast_to(sx, (m, sx.shape[1])), axis=0)[::-1]  # row i: sx^(c − 1 − i)
+        w_pow = np.cumprod(np.broadcast_to(sw, (m, sw.shape[1])), axis=0)  # row i: sw^(i + 1)
+        return np.sum(x_pow * (w_pow[:, :-1] - w_pow[:, 1:]), axis=1)
+
+    def log_admits(self, c: int) -> FloatArray:
+        """L[k] = Σ_{i=1}^{k−1} log(1 − h(c + i)·(1 − fits[1])) for k = 0 … c: the chain's
+        admission products from c prompts up (the arrival at c itself is always admitted)."""
+        key = (self._key, c)
+        got = _LOG_ADMITS.get(key)
+        if got is None:
+            with np.errstate(divide="ignore"):
+                step = np.log(np.maximum(1.0 - self.table(c) * self.refused, 0.0))
+            got = np.concatenate([[0.0, 0.0], np.cumsum(step)])[: c + 1]
+            _LOG_ADMITS.put(key, got)
+        return got
+
+    def runs(self, c: int) -> tuple[IntArray, FloatArray]:
+        """`log_admits(c)` as a few straight pieces: knots 0 = k_0 < … < k_Q = c and L at them,
+        so that L stays within `_ADMIT_LOG_TOLERANCE` of the chord of its piece everywhere. Then
+        between c and 2c prompts the chain's weights ρ^k·e^L[k] are geometric within a piece,
+        like a queue level's, and a point costs the same whatever c is. L is concave (h grows as
+        the queued machines m approach c), so the knots crowd towards 2c."""
+        key = (self._key, "runs", c)
+        got = _LOG_ADMITS.get(key)
+        if got is None:
+            L = self.log_admits(c)
+            knots = [0, c]
+            # split the piece that strays furthest from its chord first, until every piece is
+            # within the tolerance or the pieces run out
+            heap: list[tuple[float, int, int, int]] = []
+
+            def push(lo: int, hi: int) -> None:
+                if hi - lo >= 2:
+                    k = np.arange(lo, hi + 1)
+                    gap = np.abs(L[lo : hi + 1] - (L[lo] + (L[hi] - L[lo]) * (k - lo) / (hi - lo)))
+                    at = int(np.argmax(gap))
+                    if gap[at] > _ADMIT_LOG_TOLERANCE:
+                        heapq.heappush(heap, (-float(gap[at]), lo, hi, lo + at))
+
+            push(0, c)
+            while heap and len(knots) < _ADMIT_RUNS_MAX + 1:
+                _gap, lo, hi, mid = heapq.heappop(heap)
+                knots.append(mid)
+                push(lo, mid)
+                push(mid, hi)
+            ks = np.array(sorted(knots), dtype=np.float64)
+            got = np.concatenate([ks, L[ks.astype(np.int64)]])
+            _LOG_ADMITS.put(key, got)
+        q = len(got) // 2
+        return got[:q].astype(np.int64), got[q:]
 
 
-def _admission_chain(
-    servers: IntArray, lam: FloatArray, es: FloatArray, fits: FloatArray, queue_first: _QueueFirst
-) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Stationary distribution of the prompt pool's birth–death chain, as a cumulative per point.
+class _BoundedCache:
+    """A dict of arrays that starts afresh once it holds more than `entries` floats."""
 
-    State n = prompts in the pool; deaths min(n, c)/E[S]; births λ·fits[j] with j = ⌊(n − c)/c⌋
-    the queue of the least-loaded machine (fits[0] = 1: below a queue every prompt is admitted).
-    Between c and 2c prompts some machines have a queue and 2c − n have none; the least-pending
-    machine is a queued one when every machine without a queue runs a prompt of more pending
-    tokens, with chance h (`_QueueFirst`), and then admits only what fits at level 1.
-    The chain ends where no prompt fits any more. Returns (cumulative P(N ≤ n), the states n, and
-    per point the chance an arrival meets a queued least-pending machine below 2c) on a grid
-    shared by the points (rows padded with 1 beyond their last state).
+    def __init__(self, entries: int) -> None:
+        self.entries = entries
+        self.data: dict[object, FloatArray] = {}
+        self.kept = 0
+
+    def get(self, key: object) -> FloatArray | None:
+        return self.data.get(key)
+
+    def put(self, key: object, value: FloatArray) -> None:
+        if self.kept + len(value) > self.entries:
+            self.data.clear()
+            self.kept = 0
+        self.data[key] = value
+        self.kept += len(value)
+
+
+_LOG_ADMITS = _BoundedCache(1 << 22)
+# between c and 2c prompts the admission products are followed in straight pieces of log(L) within
+# this much (a 0.1 % relative error of a state's weight), in at most this many pieces
+_ADMIT_LOG_TOLERANCE = 1e-4
+_ADMIT_RUNS_MAX = 64  # 32 MB of admission products over every pool size seen
+
+
+def _log_geometric(log_g: FloatArray, k: FloatArray) -> FloatArray:
+    """log Σ_{i<k} g^i for g = e^log_g ≥ 0 and k ≥ 1 states, stable near g = 1 and for large k."""
+    x = k * log_g
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        below = np.log(-np.expm1(x)) - np.log(-np.expm1(log_g))  # g < 1
+        above = x + np.log(-np.expm1(-x)) - np.log(np.expm1(log_g))  # g > 1
+    out = np.where(log_g < 0.0, below, above)
+    out = np.where(np.abs(log_g) < 1e-12, np.log(k) + 0.5 * (k - 1.0) * log_g, out)
+    return np.where(np.isneginf(log_g), 0.0, out)
+
+
+def _chain_position(
+    servers: IntArray, offered: FloatArray, fits: FloatArray, queue_first: _QueueFirst, u: FloatArray
+) -> FloatArray:
+    """Where an arrival at each level of `u` finds the prompt pool's birth–death chain: the state
+    n it meets, continuous within a state (rows: one per (servers, offered) pair; columns: u).
+
+    The chain (state n = prompts in the pool): deaths min(n, c)/E[S]; births λ·admit(n), with
+    admit = 1 up to c prompts; between c and 2c some machines have a queue and 2c − n have none,
+    and the least-pending machine is a queued one with chance h (`_QueueFirst`), which then admits
+    only what fits at level 1 (fits[1]); from 2c on, admit = fits[j] with j = ⌊(n − c)/c⌋ the
+    queue of the least-loaded machine, and the chain ends past the last level anything fits at
+    (fits[0] = 1: below a queue every prompt is admitted).
+
+    Its stationary distribution is solved in pieces of closed form, so the cost per point does
+    not grow with c·levels: below c a truncated Poisson (the regularized gamma: Σ_{n<c} aⁿ/n! =
+    e^a·Q(c, a)), one piece; between c and 2c the c states of `log_admits`' products; from 2c on
+    one geometric run of c states per level (ratio ρ·fits[j], ρ = a/c), one piece each, and the
+    chain's last state. A level u picks the first state whose cumulative reaches it, plus the
+    share of that state's own mass below u (the inverse of the piecewise-linear cumulative; inside
+    a geometric run in closed form). Below c (no wait, no overflow) the position is c − ½. Every
+    row is computed on its own (the same bits whatever the other rows).
     """
-    c = servers.astype(np.float64)
+    from scipy.special import gammaincc, gammaln
+
+    c_int = servers.astype(np.int64)
+    c = c_int.astype(np.float64)
+    a = np.maximum(np.asarray(offered, dtype=np.float64), 1e-300)
+    rows, n_u = len(c), len(u)
     live = np.flatnonzero(fits > 0.0)
-    top_level = float(live[-1]) if len(live) else 0.0
-    n_states = int(np.max(c) * (top_level + 2.0)) + 1
-    n = np.arange(n_states, dtype=np.float64)
-    level = np.floor((n[None, :] - c[:, None]) / c[:, None])
-    between = (n[None, :] > c[:, None]) & (level < 1.0)
-    h = np.zeros((len(c), n_states))
-    for ci in np.unique(servers):
-        rows = np.flatnonzero(servers == ci)
-        tab = queue_first.table(int(ci))
-        if len(tab):
-            h[np.ix_(rows, np.arange(int(ci) + 1, 2 * int(ci)))] = tab[None, :]
-    h = np.where(between, h, 0.0)
-    admit = np.where(
-        level < 1.0,
-        1.0 - h * (1.0 - fits[min(1, len(fits) - 1)]),
-        fits[np.clip(level, 0, len(fits) - 1).astype(np.int64)],
-    )
-    admit = np.where(level > top_level, 0.0, admit)
+    top = int(live[-1]) if len(live) else 0
+    log_rho = np.log(a) - np.log(c)
     with np.errstate(divide="ignore"):
-        step = np.log(admit[:, :-1] * (lam * es)[:, None]) - np.log(np.minimum(n[None, 1:], c[:, None]))
-    logp = np.concatenate([np.zeros((len(c), 1)), np.cumsum(step, axis=1)], axis=1)
-    logp -= logp.max(axis=1, keepdims=True)
-    pi = np.exp(logp)
-    cum = np.cumsum(pi, axis=1)  # sequential sums: the same bits whatever the chunking
-    queued = np.cumsum(pi * h, axis=1)[:, -1] / cum[:, -1]
-    return cum / cum[:, -1:], n, queued
-
-
-def _state_quantile(cum: FloatArray, states: FloatArray, u: FloatArray) -> FloatArray:
-    """State at level u of each point's cumulative (points × len(u)), continuous within a state.
-
-    The levels are shared by every point: sorted once, each state's cumulative is placed among
-    them (states × log levels per point, not levels × log states), and a per-row count of the
-    states below each level gives its state.
-    """
-    rows, width = cum.shape
+        # log mass below c prompts over π_c
+        log_low = a + np.log(gammaincc(c, a)) + gammaln(c + 1.0) - c * np.log(a)
+        log_f = np.log(fits[1 : top + 1])
+    # Runs of states whose weights are geometric: between c and 2c the pieces of `_QueueFirst.runs`
+    # (padded to the most pieces of any row with empty runs), then level j = 1 … top (c states at
+    # ratio ρ·fits[j]), then the chain's last state. Per run: first state, states, log weight of
+    # the first state over π_c, log ratio.
+    sizes, which = np.unique(c_int, return_inverse=True)
+    pieces = [queue_first.runs(int(s)) for s in sizes]
+    q_max = max(len(k) - 1 for k, _ in pieces)
+    knots = np.empty((len(sizes), q_max + 1))
+    at_knots = np.empty((len(sizes), q_max + 1))
+    for i, (k, L) in enumerate(pieces):
+        q = len(k) - 1
+        knots[i, : q + 1], at_knots[i, : q + 1] = k, L
+        knots[i, q + 1 :], at_knots[i, q + 1 :] = k[-1], L[-1]  # empty runs at the end
+    kn, lk = knots[which], at_knots[which]  # rows × (q_max + 1)
+    n_mid = np.diff(kn, axis=1)
+    slope = np.divide(np.diff(lk, axis=1), n_mid, out=np.zeros_like(n_mid), where=n_mid > 0)
+    mid_first = c[:, None] + kn[:, :-1]
+    mid_logw = kn[:, :-1] * log_rho[:, None] + lk[:, :-1]
+    mid_logg = log_rho[:, None] + slope
+    # from 2c on (π_2c / π_c = ρ^c·e^L[c], the end of the last piece)
+    log_g = log_rho[:, None] + log_f[None, :]  # rows × top
+    log_full = c * log_rho + lk[:, -1]
+    lv_logw = log_full[:, None] + np.concatenate(
+        [np.zeros((rows, 1)), np.cumsum(c[:, None] * log_g, axis=1)], axis=1
+    )
+    lv_first = c[:, None] * (np.arange(top + 1)[None, :] + 2.0)
+    first = np.concatenate([mid_first, lv_first], axis=1)
+    count = np.concatenate([n_mid, np.broadcast_to(c[:, None], (rows, top)), np.ones((rows, 1))], axis=1)
+    logw = np.concatenate([mid_logw, lv_logw], axis=1)
+    logg = np.concatenate([mid_logg, log_g, np.zeros((rows, 1))], axis=1)
+    with np.errstate(divide="ignore"):
+        log_mass = np.where(count > 0, logw + _log_geometric(logg, np.maximum(count, 1.0)), -np.inf)
+    log_z = np.logaddexp(log_low, _logsumexp_rows(log_mass))
+    p_low = np.exp(log_low - log_z)
+    ends = np.concatenate(
+        [p_low[:, None], p_low[:, None] + np.cumsum(np.exp(log_mass - log_z[:, None]), axis=1)], axis=1
+    )
+    # the first piece whose cumulative reaches u: the levels are shared by every row, so they are
+    # sorted once and each row's piece ends are placed among them (one search for all rows)
+    n_piece = ends.shape[1]
     order = np.argsort(u, kind="stable")
-    us = u[order]
-    n_u = len(us)
-    # for each state, the first sorted level it does not reach: states below level j are those
-    # with cum < us[j]
-    pos = np.searchsorted(us, cum, side="right")  # rows × width, in 0..n_u
+    pos = np.searchsorted(u[order], ends, side="right")  # rows × pieces
     bins = (np.arange(rows)[:, None] * (n_u + 1) + pos).ravel()
     below = np.cumsum(np.bincount(bins, minlength=rows * (n_u + 1)).reshape(rows, n_u + 1), axis=1)
-    col_sorted = np.minimum(below[:, :n_u], width - 1)  # states with cum < us[j]
-    col = np.empty_like(col_sorted)
-    col[:, order] = col_sorted
-    hi = np.take_along_axis(cum, col, axis=1)
-    lo = np.where(col > 0, np.take_along_axis(cum, np.maximum(col - 1, 0), axis=1), 0.0)
-    frac = np.clip((u[None, :] - lo) / np.maximum(hi - lo, 1e-300), 0.0, 1.0)
-    return states[col] + frac
+    col = np.empty((rows, n_u), dtype=np.int64)
+    col[:, order] = np.minimum(below[:, :n_u], n_piece - 1)
+    out = np.broadcast_to(c[:, None] - 0.5, (rows, n_u)).copy()  # below c prompts
+    r_l, j_l = np.nonzero(col > 0)
+    if len(r_l):
+        run = col[r_l, j_l] - 1
+        before = ends[r_l, run]
+        v = (u[j_l] - before) / np.maximum(np.exp(logw[r_l, run] - log_z[r_l]), 1e-300)  # in first states
+        lg = logg[r_l, run]
+        n_run = count[r_l, run]
+        flat_g = np.abs(lg) < 1e-12
+        safe = np.where(flat_g, 1.0, lg)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            x = np.where(flat_g, v, np.log1p(v * np.expm1(lg)) / safe)
+            kk = np.clip(np.ceil(x) - 1.0, 0.0, np.maximum(n_run - 1.0, 0.0))
+            s_k = np.where(flat_g, kk, np.expm1(kk * lg) / np.where(flat_g, 1.0, np.expm1(lg)))
+            frac = (v - s_k) / np.exp(kk * lg)
+        out[r_l, j_l] = first[r_l, run] + kk + np.clip(np.nan_to_num(frac, nan=1.0), 0.0, 1.0)
+    return out
+
+
+def _logsumexp_rows(x: FloatArray) -> FloatArray:
+    """log Σ exp along each row, summed in order (a row padded with −inf gives the same bits
+    whatever its padding, so a point's result does not depend on the others in its chunk)."""
+    m = np.max(x, axis=1)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        return m + np.log(np.cumsum(np.exp(x - m[:, None]), axis=1)[:, -1])
 
 
 def _prompt_batch_ratio(perf, p_all: FloatArray, max_tokens: float) -> float:

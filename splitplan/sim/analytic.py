@@ -4,22 +4,29 @@ Instead of simulating events, it solves the cluster's queueing structure per con
 and applies it to a fixed sample of requests drawn from the workload, so the nine slowdown
 percentiles come from per-request latencies just as in the discrete-event simulator (DES):
 
-- Prompt pool: join-the-shortest-queue by pending work is modelled as an M/G/c FCFS queue (c =
-  prompt machines, service = the prompt iteration of the request), with the Allen–Cunneen mean
-  wait and an exponential tail behind the Erlang-C probability of waiting. Each sampled request
-  gets a wait quantile from a rank-1 lattice over the requests ranked by size, so TTFT = wait +
-  prompt time. A machine that finds prompts queued runs them in one iteration (FCFS up to the
-  batch-token cap), which costs less than their solo iterations: the mean service falls from
-  solo towards the packed mean in proportion to the Erlang-C probability of waiting (a fixed point
-  in the load), which is what lets a pool near saturation keep up.
-- Overflow (the cluster scheduler's mixed pool): once prompt queues reach the pending-token cap
-  the prompt machines are "full" and prompts go to token machines borrowed into the mixed pool.
-  The pool serves up to a utilization set by how many prompts fit under the cap; the excess
-  load (largest prompts first, as the DES's "full" test trips on them first), and every prompt
-  whose wait would exceed its cap, overflows; the waits of the prompts that stay grow with the
-  overflowing share (calibrated). Borrowed machines are taken
-  out of the token pool (a machine returns only when drained, so even rare overflows cost one).
-  Overflowed prompts run as mixed iterations on the borrowed machines after a partial wait.
+- Prompt pool: join-the-shortest-queue by pending tokens (exact prompt sizes) waits like one FCFS
+  queue of c = prompt machines, and a machine with a queue is "full" once pending + p exceeds the
+  pending-token cap. Who waits how long comes from a birth–death chain on the prompts the pool
+  holds (`_chain_position`): departures at min(n, c) per mean service, arrivals at λ times the
+  share of prompt work that still fits behind the least-loaded machine's queue, so big prompts are
+  turned away first and an overloaded pool stays just below saturation. Each sampled request's
+  stratified uniform picks the state it meets (PASTA): no wait below c, else n − c + 1 departures;
+  past the last state its size fits at, it overflows; behind the least-loaded machine's first
+  queued prompt the others run packed (FCFS up to the batch-token cap), each one a prompt that fit
+  the level it was admitted at. The chain is solved in closed-form pieces (a truncated Poisson
+  below c, straight pieces of the admission products up to 2c, one geometric run per queue level
+  above), so a point costs the same whatever the pool size. TTFT = wait + prompt time. A machine that
+  finds prompts queued runs them in one iteration (FCFS up to the batch-token cap), which costs
+  less than their solo iterations: the mean service falls from solo towards the packed mean in
+  proportion to the Erlang-C probability of waiting (a fixed point in the load).
+- Overflow (the cluster scheduler's mixed pool): overflowed prompts go to token machines borrowed
+  into the mixed pool, which are taken out of the token pool and run them as mixed iterations
+  after a partial wait (calibrated). A borrowed machine returns only once the batch it held has
+  drained, so even rare overflows keep machines away: r·L/(1 + r·L) of them for overflows at
+  rate r and a drain of L (the longest of the batch's decodes). How much load overflows — what
+  sets the borrowed machines — comes from an M/G/c queue capped at a utilization set by how many
+  prompts fit under the cap, plus the prompts whose wait would exceed their cap; each borrowed
+  machine absorbs a calibrated share of its time.
 - Token pool: on the token machines that remain, the steady-state decode batch per machine N
   solves Little's law N = (λ/T_eff)·E[o − 1]·τ(N) with τ the decode iteration time at batch N (a
   vectorized bisection); memory (KV of prompt + output tokens per resident request) and the batch
@@ -45,6 +52,7 @@ and tests/accuracy/test_analytic_vs_des.py on the stored 39×39 DES grids.
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
 from dataclasses import dataclass, field, fields
@@ -72,6 +80,8 @@ CHUNK_ELEMENTS = 1 << 17  # points × requests per chunk: bounds memory at a few
 _SAMPLE_SALT = 0x5A11A  # separates the evaluator's sample stream from the DES's streams
 _BASELINE_GRID = 96  # decode-batch grid on which baseline mixed-iteration means are tabulated
 _PACK_PROMPTS = 20_000  # prompts (in arrival order) packed to estimate the batching gain
+_MAX_QUEUE_LEVELS = 64  # queued prompts per machine the admission chain tracks at most (a bound)
+_QUEUE_FIRST_LATTICE = 48  # quantile levels per size in `_QueueFirst`
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,25 +95,23 @@ class Calibration:
     scores them on a disjoint validation set (other rates, other models). The defaults below are
     the values fitted earlier on the 39×39 grids alone; they apply only to a `Calibration()` built
     in code.
+    The prompt pool's waits carry no correction: the admission chain follows the DES's "full"
+    rule, which replaced three corrections of the M/G/c waits (prompt_wait_scale,
+    saturated_wait_growth, saturated_wait_cap), and the token machines rare overflows keep away
+    follow from how long a borrowed machine's batch takes to drain (which replaced rare_borrow).
+    The capped M/G/c still sets how much load
+    overflows to borrowed machines (the first three fields below).
     - prompt_full_slack: the prompt pool serves up to utilization 1 − slack / K, with K =
       prompt_full_tokens / E[p] the prompts a queue holds before the machine is "full" (coding:
       K ≈ 4 → 0.82; conversation: K ≈ 7 → 0.90). Pure M/G/c would run the pool to ρ → 1.
     - full_utilization_floor, full_utilization_ceiling: bounds of that utilization (a queue of one
       prompt still serves half its capacity; a long queue never quite reaches saturation).
-    - prompt_wait_scale: multiplier of Allen–Cunneen's conditional wait (1.0: with the largest
-      prompts overflowing first, the pool keeps the smaller ones and their full M/G/c wait).
     - mixed_prompt_capacity: fraction of its time a borrowed token machine gives to overflow
       prompts (it keeps its decodes, and a mixed iteration costs 1.1× or more).
     - overflow_wait_fraction, overflow_wait_growth: an overflowed prompt waits this fraction of
       its pending-token cap, growing with the overflowing share of the load (the DES's TTFT keeps
       rising as the prompt pool shrinks, where M/G/c at a capped load would not).
-    - rare_borrow: token machines lost as soon as overflows happen at all during the trace (a
-      borrowed machine returns only once it has drained its longest decode).
     - join_fraction: a decode joins the running batch at the next iteration boundary.
-    - saturated_wait_growth, saturated_wait_cap: once load overflows, the pool waits grow by
-      (1 + growth × overflowing share), each capped at cap × the request's pending-token limit.
-      The overflowing prompts are the largest (largest-first by prompt work), as in the DES, where
-      a machine is "full" when pending + p exceeds the cap, which big prompts trip first.
     - baseline_jsq_spread, baseline_jsq_sqrt (baselines): JSQ on pending tokens sends a prompt to
       a machine holding about `spread` fewer decodes than the average N, so a decode is interrupted
       at (1 − spread / N) times the per-machine prompt rate, with spread = max(jsq_spread,
@@ -116,16 +124,12 @@ class Calibration:
     prompt_full_slack: float = 0.72
     full_utilization_floor: float = 0.5
     full_utilization_ceiling: float = 0.98
-    prompt_wait_scale: float = 1.0
     mixed_prompt_capacity: float = 0.5
     overflow_wait_fraction: float = 0.1
     overflow_wait_growth: float = 0.5
-    rare_borrow: float = 1.0
     join_fraction: float = 0.5
     baseline_jsq_spread: float = 0.7
     baseline_jsq_sqrt: float = 0.4
-    saturated_wait_growth: float = 1.25
-    saturated_wait_cap: float = 1.2
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -257,6 +261,7 @@ class _Sample:
     o: FloatArray  # output tokens
     t_s: FloatArray  # arrival offset within the trace (for the fluid backlog)
     log1mu: FloatArray  # log(1 − u), u stratified uniform for the wait quantile
+    u: FloatArray
     z: FloatArray  # stratified standard normal, independent of u
     zcdf: FloatArray  # Φ(z)
     v: FloatArray  # a third stratified uniform (the size of the prompts met in decode)
@@ -322,6 +327,7 @@ def _draw_sample(scenario: Scenario, n: int | None) -> _Sample:
         o,
         t,
         np.log1p(-u),
+        u,
         z,
         zcdf,
         v,
@@ -520,54 +526,149 @@ class _SplitContext:
         self.wait_cap = np.maximum(scenario.sim.prompt_full_tokens - p, 0.0) * per_token_s
         self.tau_grid = _tau(self.token_perf, self.grid, self.ctx_per_req)
         self.decode_capacity = self.nmax / float(self.tau_grid[-1])  # decode tokens/s per machine
-        # prompt work of the sampled requests larger than each one (share of the total): the pool
-        # turns away the largest prompts first (a machine is full once pending + p exceeds the cap)
-        order = np.argsort(-p, kind="stable")
-        before = np.cumsum(self.service[order]) - self.service[order]
-        self.larger_work = np.empty(len(p))
-        self.larger_work[order] = before / max(float(self.service.sum()), 1e-300)
+        self.dec_sorted = np.sort(self.dec)
+        self.dec_index = np.arange(len(self.dec_sorted), dtype=np.float64)
+        # the admission chain (`_chain_position`): the share of the workload's prompt work that
+        # fits behind a least-loaded machine holding j queued prompts (j ≥ 1; by work: the chain
+        # counts prompts in units of the mean prompt, and the prompts that fit high up are the
+        # small ones), and the highest level each sampled request fits at (below 1: only where the
+        # least-loaded machine has no queue)
+        full = float(scenario.sim.prompt_full_tokens)
+        levels = np.arange(_MAX_QUEUE_LEVELS + 1, dtype=np.float64)
+        room = full - (1.0 + levels) * mean_p
+        order_all = np.argsort(sample.p_all, kind="stable")
+        sizes = sample.p_all[order_all]
+        work_all = np.cumsum(service_all[order_all])
+        at = np.searchsorted(sizes, room, side="right")
+        self.fits = np.where(at > 0, work_all[np.maximum(at - 1, 0)], 0.0) / max(float(work_all[-1]), 1e-300)
+        self.fits[0] = 1.0  # no queue: always admitted
+        self.fits[1:] = np.minimum(self.fits[1:], 1.0)
+        # The work a machine's queue holds: its i-th prompt (i ≥ 2) was admitted at level i − 1,
+        # so it is one of the prompts that fit there, and it runs packed with its neighbours (FCFS
+        # up to the batch-token cap, at the per-token cost of a full batch of several prompts)
+        # unless it exceeds the cap and runs alone. queue_packed[k] is the mean work of the k
+        # queued prompts behind the first (seconds); the first is one mean service.
+        cap_tokens = float(scenario.sim.max_batch_tokens)
+        per_token = float(self.prompt_perf.prompt_time_s(cap_tokens, 2)) / cap_tokens
+        packed = np.where(sizes < cap_tokens, per_token * sizes, service_all[order_all])
+        cum_packed = np.cumsum(packed)
+        count_all = np.arange(1, len(sizes) + 1, dtype=np.float64)
+        last_fit = np.maximum(at - 1, 0)
+        level_mean = np.where(at > 0, cum_packed[last_fit] / count_all[last_fit], 0.0)
+        self.queue_packed = np.concatenate([[0.0], np.cumsum(level_mean[1:])])
+        self.queue_levels = np.arange(len(self.queue_packed), dtype=np.float64)
+        self.fit_level = np.clip(np.floor((full - p) / mean_p - 1.0), 0.0, _MAX_QUEUE_LEVELS)
+        self.queue_first = _QueueFirst(sample.p_all, service_all, float(self.fits[1]))
+
+    def _longest_decode(self, nbat: FloatArray) -> FloatArray:
+        """Decode iterations of the longest of N + 1 decodes (the sample's N/(N + 1) quantile)."""
+        at = nbat / (nbat + 1.0) * (len(self.dec_sorted) - 1)
+        return np.interp(at, self.dec_index, self.dec_sorted)
+
+    def _prompt_pool(self, pm: IntArray, lam: FloatArray):
+        """The prompt pool at each (prompt machines, rate): (mean service, offered erlangs, the
+        overflowing erlangs and share of the prompts, and per sampled request its wait and whether
+        it overflows).
+
+        Who waits how long, and who overflows, comes from the admission chain of the DES's "full"
+        rule (`_chain_position`): each sampled request's stratified uniform picks the state it
+        meets (PASTA); past the last state its size is admitted at, it overflows; otherwise it
+        waits behind the least-loaded machine's queue of (n − c)/c prompts: a residual service
+        over c (Allen–Cunneen), the queue's first prompt (a mean service), then the others as the
+        DES runs them, packed FCFS up to the batch-token cap, each one a prompt that fitted the
+        level it was admitted at (`queue_packed`); spread as a gamma of n − c + 1 exponential
+        gaps by Wilson–Hilferty.
+
+        How much load overflows — what sets the token machines borrowed into the mixed pool —
+        still comes from an M/G/c queue capped at `full_utilization` plus the prompts whose
+        M/G/c wait would exceed their pending-token cap: the chain's own overflow volume, used
+        there, misses the Splitwise-HH/HA coding frontiers by up to six token machines, because
+        what a borrowed machine costs (its decodes, its drain) is not modelled from the DES's
+        rules but through `mixed_prompt_capacity`, which was fitted together with this volume.
+        """
+        s = self.s
+        P = pm.astype(np.float64)
+        es = _batched_service(lam, self.es, self.batch_ratio, pm)
+        offered = lam * es
+        served = np.minimum(offered, self.full_utilization * P)
+        lam_p = served / es
+        pw, cond, _ = mgc_wait(lam_p, es, self.scv, pm)
+        logpw = np.log(np.maximum(pw, 1e-300))
+        # a queue is bounded by the full condition: a prompt never waits behind more than
+        # prompt_full_tokens − p tokens of work; beyond that it overflows instead (the M/G/c wait
+        # (log P(wait) − log(1 − u))·cond exceeds the cap)
+        over_cap = ((logpw[:, None] - s.log1mu[None, :]) * cond[:, None] > self.wait_cap[None, :]).mean(
+            axis=1
+        )
+        excess = offered - served + lam_p * es * over_cap
+        overflow = np.divide(excess, offered, out=np.zeros_like(offered), where=offered > 0)
+        n_seen = _chain_position(pm, lam * es, self.fits, self.queue_first, s.u)
+        c = P[:, None]
+        last = c * (self.fit_level[None, :] + 2.0) - 1.0  # ⌊(n − c)/c⌋ ≤ its level
+        over_i = n_seen >= last + 1.0
+        ahead = np.maximum(n_seen - c, 0.0)
+        r = 1.0 / np.sqrt(ahead + 1.0)  # k = ahead + 1 gaps: 1 − 1/(9k) + z/(3√k), cubed
+        x = np.maximum(1.0 - r * r / 9.0 + s.z[None, :] * r / 3.0, 0.0)
+        # the work ahead: the least-loaded machine's queue of ahead / c prompts, its first one a
+        # mean service and the rest packed (`queue_packed`), after a residual service over c
+        per = ahead / c
+        first = np.minimum(per, 1.0) * es[:, None]
+        rest = np.interp(np.maximum(per - 1.0, 0.0), self.queue_levels, self.queue_packed)
+        wait = ((es / P)[:, None] * 0.5 * (1.0 + self.scv) + first + rest) * (x * x * x)
+        wait = np.where(n_seen >= c, wait, 0.0)
+        return es, offered, excess, overflow, wait, over_i
 
     def evaluate(self, pm: IntArray, tm: IntArray, lam: FloatArray):
         s, cal = self.s, self.cal
         P = pm.astype(np.float64)
         T = tm.astype(np.float64)
-        # --- prompt pool: an M/G/c queue that serves at most `full_utilization` of its capacity;
-        # prompt machines turn "full" beyond it and the excess overflows to token machines
-        # borrowed into the mixed pool (they stay there while the overload lasts).
-        es = _batched_service(lam, self.es, self.batch_ratio, pm)
-        offered = lam * es
-        served = np.minimum(offered, self.full_utilization * P)
-        excess = offered - served
-        lam_p = served / es
-        pw, cond, _ = mgc_wait(lam_p, es, self.scv, pm)
-        cond = cond * cal.prompt_wait_scale
-        logpw = np.log(np.maximum(pw, 1e-300))
-        wait = np.maximum(0.0, (logpw[:, None] - s.log1mu[None, :]) * cond[:, None])
-        # a queue is bounded by the full condition: a prompt never waits behind more than
-        # prompt_full_tokens − p tokens of work; beyond that it overflows instead
-        over_cap = wait > self.wait_cap[None, :]
-        excess = excess + lam_p * es * over_cap.mean(axis=1)
-        overflow = np.divide(excess, offered, out=np.zeros_like(offered), where=offered > 0)
-        # saturated pool: the DES's queues keep lengthening as the pool shrinks (M/G/c at the
-        # capped load would not); each queue still holds at most about its pending-token cap
-        wait = np.minimum(
-            wait * (1.0 + cal.saturated_wait_growth * overflow)[:, None],
-            cal.saturated_wait_cap * self.wait_cap[None, :],
-        )
-        share = np.divide(offered - served, offered, out=np.zeros_like(offered), where=offered > 0)
-        over_i = over_cap | (self.larger_work[None, :] < share[:, None])
+        # --- prompt pool: it depends on the points only through (prompt machines, rate), so it is
+        # solved once per distinct pair (a grid of P × T points has only P of them)
+        pairs = np.stack([P, lam], axis=1)
+        uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        pu = uniq[:, 0].astype(np.int64)
+        _, offered_u, excess_u, overflow_u, wait_u, over_u = self._prompt_pool(pu, uniq[:, 1])
+        offered, excess, overflow = offered_u[inv], excess_u[inv], overflow_u[inv]
+        wait, over_i = wait_u[inv], over_u[inv]
         # borrowed machines: each absorbs `mixed_prompt_capacity` erlangs of prompt work
         borrowed = excess / (cal.mixed_prompt_capacity * self.mixed_speed)
-        # even rare overflows cost a token machine for long: a borrowed machine returns only once
-        # it has drained, and its last decodes may run for minutes
-        events = lam * self.s.duration_s * overflow
-        borrowed = np.maximum(borrowed, cal.rare_borrow * -np.expm1(-events))
-        t_eff = T - borrowed
-        # --- token pool: the remaining machines carry every decode; batch N from Little's law
-        demand = lam * self.mean_dec / np.maximum(t_eff, 1e-9)
+        # Even rare overflows cost token machines: a borrowed machine returns only once the batch
+        # it held has drained (its longest decode, the sample's decode-length quantile at
+        # N/(N + 1), times τ), so overflows arriving at rate r keep r·L/(1 + r·L) machines away
+        # (Little's law on the borrowings, at most one per overflow). L needs the token pool's
+        # batch, which needs the machines left: one pass without, two with.
+        rate_o = lam * overflow
+        demand_all = lam * self.mean_dec
+        zeros = np.zeros(len(P))
+        served_by = borrowed.copy()
         nbat, tau, _, _, _ = _solve_mixed(
-            np.zeros(len(P)), demand, self.grid, self.no_mix, self.tau_grid, self.nmax
+            zeros,
+            demand_all / np.maximum(T - borrowed, 1e-9),
+            self.grid,
+            self.no_mix,
+            self.tau_grid,
+            self.nmax,
         )
+        # (only where the drain keeps more machines away than the overflow volume does: elsewhere
+        # the passes would return the same batch)
+        longest = self._longest_decode(nbat) * tau
+        redo = np.flatnonzero(rate_o * longest / (1.0 + rate_o * longest) > served_by)
+        if len(redo):
+            nb, ta = nbat[redo], tau[redo]
+            for _ in range(2):
+                longest = self._longest_decode(nb) * ta
+                ro = rate_o[redo]
+                borrowed[redo] = np.maximum(served_by[redo], ro * longest / (1.0 + ro * longest))
+                nb, ta, _, _, _ = _solve_mixed(
+                    zeros[redo],
+                    demand_all[redo] / np.maximum(T[redo] - borrowed[redo], 1e-9),
+                    self.grid,
+                    self.no_mix,
+                    self.tau_grid,
+                    self.nmax,
+                )
+            nbat[redo], tau[redo] = nb, ta
         # token-pool utilization: decode load in machine-equivalents plus the borrowed machines,
         # over the pool (finite even when every token machine is borrowed; ≥ 1 ⇔ unstable)
         rho_t = (lam * self.mean_dec / self.decode_capacity + borrowed) / T
@@ -584,6 +685,242 @@ class _SplitContext:
         e2e = ttft + decode
         tbt = decode / s.o[None, :]
         return ttft, tbt, e2e, ok, rho_p, rho_t, nbat
+
+
+class _QueueFirst:
+    """Chance that the least-pending machine is one with a queue, with n − c of c machines queued.
+
+    The running prompt a machine is found with is size-biased by its service time (X); a queued
+    machine holds such a running prompt plus a queued prompt of the workload's sizes (W = X + Z).
+    With m = n − c queued machines and k = 2c − n without a queue, the least-pending machine is a
+    queued one when all k X's exceed the smallest of the m W's:
+    h = Σ_w P(X > w)^k · P(min of m W's ∈ dw), on quantile lattices of the sizes (deterministic).
+    What the chain needs of it is, per pool size c, the log of the admission products between c
+    and 2c prompts (`log_admits`): computed on first use, kept for every evaluator of the same
+    lattices (a search screens the same pool sizes again and again), in a bounded cache.
+    """
+
+    def __init__(self, p_all: FloatArray, service_all: FloatArray, fit_level_one: float) -> None:
+        levels = (np.arange(_QUEUE_FIRST_LATTICE) + 0.5) / _QUEUE_FIRST_LATTICE
+        order = np.argsort(p_all, kind="stable")
+        sizes = p_all[order]
+        biased = np.cumsum(service_all[order])
+        biased = biased / max(float(biased[-1]), 1e-300)
+        running = np.interp(levels, biased, sizes)  # size-biased quantiles of X
+        queued = np.quantile(p_all, levels)
+        w = np.sort((running[:, None] + queued[None, :]).ravel())
+        self.grid = w[::_QUEUE_FIRST_LATTICE]  # quantile lattice of W
+        self.surv_x = 1.0 - np.searchsorted(np.sort(running), self.grid, side="right") / len(running)
+        self.surv_w = 1.0 - (np.arange(len(self.grid)) + 0.5) / len(self.grid)
+        self.refused = 1.0 - fit_level_one  # share of the prompt work that does not fit at level 1
+        self._key = (self.surv_x.tobytes(), self.refused)
+
+    def table(self, c: int) -> FloatArray:
+        """h for n = c + 1 … 2c − 1 (index n − c − 1): m = 1 … c − 1 queued machines.
+
+        The powers P(X > w)^k and P(W > w)^m come from running products along m (k = c − m
+        runs down as m runs up), not from a power per term."""
+        if c < 2:
+            return np.zeros(0)
+        sx = self.surv_x[None, :]
+        sw = np.concatenate([[1.0], self.surv_w])[None, :]
+        m = c - 1
+        x_pow = np.cumprod(np.broadcast_to(sx, (m, sx.shape[1])), axis=0)[::-1]  # row i: sx^(c − 1 − i)
+        w_pow = np.cumprod(np.broadcast_to(sw, (m, sw.shape[1])), axis=0)  # row i: sw^(i + 1)
+        return np.sum(x_pow * (w_pow[:, :-1] - w_pow[:, 1:]), axis=1)
+
+    def log_admits(self, c: int) -> FloatArray:
+        """L[k] = Σ_{i=1}^{k−1} log(1 − h(c + i)·(1 − fits[1])) for k = 0 … c: the chain's
+        admission products from c prompts up (the arrival at c itself is always admitted)."""
+        key = (self._key, c)
+        got = _LOG_ADMITS.get(key)
+        if got is None:
+            with np.errstate(divide="ignore"):
+                step = np.log(np.maximum(1.0 - self.table(c) * self.refused, 0.0))
+            got = np.concatenate([[0.0, 0.0], np.cumsum(step)])[: c + 1]
+            _LOG_ADMITS.put(key, got)
+        return got
+
+    def runs(self, c: int) -> tuple[IntArray, FloatArray]:
+        """`log_admits(c)` as a few straight pieces: knots 0 = k_0 < … < k_Q = c and L at them,
+        so that L stays within `_ADMIT_LOG_TOLERANCE` of the chord of its piece everywhere. Then
+        between c and 2c prompts the chain's weights ρ^k·e^L[k] are geometric within a piece,
+        like a queue level's, and a point costs the same whatever c is. L is concave (h grows as
+        the queued machines m approach c), so the knots crowd towards 2c."""
+        key = (self._key, "runs", c)
+        got = _LOG_ADMITS.get(key)
+        if got is None:
+            L = self.log_admits(c)
+            knots = [0, c]
+            # split the piece that strays furthest from its chord first, until every piece is
+            # within the tolerance or the pieces run out
+            heap: list[tuple[float, int, int, int]] = []
+
+            def push(lo: int, hi: int) -> None:
+                if hi - lo >= 2:
+                    k = np.arange(lo, hi + 1)
+                    gap = np.abs(L[lo : hi + 1] - (L[lo] + (L[hi] - L[lo]) * (k - lo) / (hi - lo)))
+                    at = int(np.argmax(gap))
+                    if gap[at] > _ADMIT_LOG_TOLERANCE:
+                        heapq.heappush(heap, (-float(gap[at]), lo, hi, lo + at))
+
+            push(0, c)
+            while heap and len(knots) < _ADMIT_RUNS_MAX + 1:
+                _gap, lo, hi, mid = heapq.heappop(heap)
+                knots.append(mid)
+                push(lo, mid)
+                push(mid, hi)
+            ks = np.array(sorted(knots), dtype=np.float64)
+            got = np.concatenate([ks, L[ks.astype(np.int64)]])
+            _LOG_ADMITS.put(key, got)
+        q = len(got) // 2
+        return got[:q].astype(np.int64), got[q:]
+
+
+class _BoundedCache:
+    """A dict of arrays that starts afresh once it holds more than `entries` floats."""
+
+    def __init__(self, entries: int) -> None:
+        self.entries = entries
+        self.data: dict[object, FloatArray] = {}
+        self.kept = 0
+
+    def get(self, key: object) -> FloatArray | None:
+        return self.data.get(key)
+
+    def put(self, key: object, value: FloatArray) -> None:
+        if self.kept + len(value) > self.entries:
+            self.data.clear()
+            self.kept = 0
+        self.data[key] = value
+        self.kept += len(value)
+
+
+_LOG_ADMITS = _BoundedCache(1 << 22)
+# between c and 2c prompts the admission products are followed in straight pieces of log(L) within
+# this much (a 0.1 % relative error of a state's weight), in at most this many pieces
+_ADMIT_LOG_TOLERANCE = 1e-4
+_ADMIT_RUNS_MAX = 64  # 32 MB of admission products over every pool size seen
+
+
+def _log_geometric(log_g: FloatArray, k: FloatArray) -> FloatArray:
+    """log Σ_{i<k} g^i for g = e^log_g ≥ 0 and k ≥ 1 states, stable near g = 1 and for large k."""
+    x = k * log_g
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        below = np.log(-np.expm1(x)) - np.log(-np.expm1(log_g))  # g < 1
+        above = x + np.log(-np.expm1(-x)) - np.log(np.expm1(log_g))  # g > 1
+    out = np.where(log_g < 0.0, below, above)
+    out = np.where(np.abs(log_g) < 1e-12, np.log(k) + 0.5 * (k - 1.0) * log_g, out)
+    return np.where(np.isneginf(log_g), 0.0, out)
+
+
+def _chain_position(
+    servers: IntArray, offered: FloatArray, fits: FloatArray, queue_first: _QueueFirst, u: FloatArray
+) -> FloatArray:
+    """Where an arrival at each level of `u` finds the prompt pool's birth–death chain: the state
+    n it meets, continuous within a state (rows: one per (servers, offered) pair; columns: u).
+
+    The chain (state n = prompts in the pool): deaths min(n, c)/E[S]; births λ·admit(n), with
+    admit = 1 up to c prompts; between c and 2c some machines have a queue and 2c − n have none,
+    and the least-pending machine is a queued one with chance h (`_QueueFirst`), which then admits
+    only what fits at level 1 (fits[1]); from 2c on, admit = fits[j] with j = ⌊(n − c)/c⌋ the
+    queue of the least-loaded machine, and the chain ends past the last level anything fits at
+    (fits[0] = 1: below a queue every prompt is admitted).
+
+    Its stationary distribution is solved in pieces of closed form, so the cost per point does
+    not grow with c·levels: below c a truncated Poisson (the regularized gamma: Σ_{n<c} aⁿ/n! =
+    e^a·Q(c, a)), one piece; between c and 2c the c states of `log_admits`' products; from 2c on
+    one geometric run of c states per level (ratio ρ·fits[j], ρ = a/c), one piece each, and the
+    chain's last state. A level u picks the first state whose cumulative reaches it, plus the
+    share of that state's own mass below u (the inverse of the piecewise-linear cumulative; inside
+    a geometric run in closed form). Below c (no wait, no overflow) the position is c − ½. Every
+    row is computed on its own (the same bits whatever the other rows).
+    """
+    from scipy.special import gammaincc, gammaln
+
+    c_int = servers.astype(np.int64)
+    c = c_int.astype(np.float64)
+    a = np.maximum(np.asarray(offered, dtype=np.float64), 1e-300)
+    rows, n_u = len(c), len(u)
+    live = np.flatnonzero(fits > 0.0)
+    top = int(live[-1]) if len(live) else 0
+    log_rho = np.log(a) - np.log(c)
+    with np.errstate(divide="ignore"):
+        # log mass below c prompts over π_c
+        log_low = a + np.log(gammaincc(c, a)) + gammaln(c + 1.0) - c * np.log(a)
+        log_f = np.log(fits[1 : top + 1])
+    # Runs of states whose weights are geometric: between c and 2c the pieces of `_QueueFirst.runs`
+    # (padded to the most pieces of any row with empty runs), then level j = 1 … top (c states at
+    # ratio ρ·fits[j]), then the chain's last state. Per run: first state, states, log weight of
+    # the first state over π_c, log ratio.
+    sizes, which = np.unique(c_int, return_inverse=True)
+    pieces = [queue_first.runs(int(s)) for s in sizes]
+    q_max = max(len(k) - 1 for k, _ in pieces)
+    knots = np.empty((len(sizes), q_max + 1))
+    at_knots = np.empty((len(sizes), q_max + 1))
+    for i, (k, L) in enumerate(pieces):
+        q = len(k) - 1
+        knots[i, : q + 1], at_knots[i, : q + 1] = k, L
+        knots[i, q + 1 :], at_knots[i, q + 1 :] = k[-1], L[-1]  # empty runs at the end
+    kn, lk = knots[which], at_knots[which]  # rows × (q_max + 1)
+    n_mid = np.diff(kn, axis=1)
+    slope = np.divide(np.diff(lk, axis=1), n_mid, out=np.zeros_like(n_mid), where=n_mid > 0)
+    mid_first = c[:, None] + kn[:, :-1]
+    mid_logw = kn[:, :-1] * log_rho[:, None] + lk[:, :-1]
+    mid_logg = log_rho[:, None] + slope
+    # from 2c on (π_2c / π_c = ρ^c·e^L[c], the end of the last piece)
+    log_g = log_rho[:, None] + log_f[None, :]  # rows × top
+    log_full = c * log_rho + lk[:, -1]
+    lv_logw = log_full[:, None] + np.concatenate(
+        [np.zeros((rows, 1)), np.cumsum(c[:, None] * log_g, axis=1)], axis=1
+    )
+    lv_first = c[:, None] * (np.arange(top + 1)[None, :] + 2.0)
+    first = np.concatenate([mid_first, lv_first], axis=1)
+    count = np.concatenate([n_mid, np.broadcast_to(c[:, None], (rows, top)), np.ones((rows, 1))], axis=1)
+    logw = np.concatenate([mid_logw, lv_logw], axis=1)
+    logg = np.concatenate([mid_logg, log_g, np.zeros((rows, 1))], axis=1)
+    with np.errstate(divide="ignore"):
+        log_mass = np.where(count > 0, logw + _log_geometric(logg, np.maximum(count, 1.0)), -np.inf)
+    log_z = np.logaddexp(log_low, _logsumexp_rows(log_mass))
+    p_low = np.exp(log_low - log_z)
+    ends = np.concatenate(
+        [p_low[:, None], p_low[:, None] + np.cumsum(np.exp(log_mass - log_z[:, None]), axis=1)], axis=1
+    )
+    # the first piece whose cumulative reaches u: the levels are shared by every row, so they are
+    # sorted once and each row's piece ends are placed among them (one search for all rows)
+    n_piece = ends.shape[1]
+    order = np.argsort(u, kind="stable")
+    pos = np.searchsorted(u[order], ends, side="right")  # rows × pieces
+    bins = (np.arange(rows)[:, None] * (n_u + 1) + pos).ravel()
+    below = np.cumsum(np.bincount(bins, minlength=rows * (n_u + 1)).reshape(rows, n_u + 1), axis=1)
+    col = np.empty((rows, n_u), dtype=np.int64)
+    col[:, order] = np.minimum(below[:, :n_u], n_piece - 1)
+    out = np.broadcast_to(c[:, None] - 0.5, (rows, n_u)).copy()  # below c prompts
+    r_l, j_l = np.nonzero(col > 0)
+    if len(r_l):
+        run = col[r_l, j_l] - 1
+        before = ends[r_l, run]
+        v = (u[j_l] - before) / np.maximum(np.exp(logw[r_l, run] - log_z[r_l]), 1e-300)  # in first states
+        lg = logg[r_l, run]
+        n_run = count[r_l, run]
+        flat_g = np.abs(lg) < 1e-12
+        safe = np.where(flat_g, 1.0, lg)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            x = np.where(flat_g, v, np.log1p(v * np.expm1(lg)) / safe)
+            kk = np.clip(np.ceil(x) - 1.0, 0.0, np.maximum(n_run - 1.0, 0.0))
+            s_k = np.where(flat_g, kk, np.expm1(kk * lg) / np.where(flat_g, 1.0, np.expm1(lg)))
+            frac = (v - s_k) / np.exp(kk * lg)
+        out[r_l, j_l] = first[r_l, run] + kk + np.clip(np.nan_to_num(frac, nan=1.0), 0.0, 1.0)
+    return out
+
+
+def _logsumexp_rows(x: FloatArray) -> FloatArray:
+    """log Σ exp along each row, summed in order (a row padded with −inf gives the same bits
+    whatever its padding, so a point's result does not depend on the others in its chunk)."""
+    m = np.max(x, axis=1)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        return m + np.log(np.cumsum(np.exp(x - m[:, None]), axis=1)[:, -1])
 
 
 def _prompt_batch_ratio(perf, p_all: FloatArray, max_tokens: float) -> float:

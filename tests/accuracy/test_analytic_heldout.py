@@ -10,10 +10,11 @@ and score the evaluator on the whole validation set.
 
 The targets of the issue that asked for this set are all-nine verdict agreement ≥ 97 % of the
 points and the frontier within one machine on ≥ 95 % of the rows. The shipped calibration does
-not reach them (held out: 80.9 % of the frontier-dense points, 94.1 % of the uniform slice, 83.8 %
+not reach them (held out: 90.4 % of the frontier-dense points, 96.1 % of the uniform slice, 88.7 %
 of the rows; docs/background.md says where it misses), so the tests hold the measured figures as
-floors, a little below them: a refit or a change of the queue model that loses held-out accuracy
-fails here, and the floors are raised as the model improves.
+floors, a little below them. The floors are regression guards, not targets: a refit or a change of
+the queue model that loses held-out accuracy fails here, and the floors are raised as the model
+improves.
 """
 
 from __future__ import annotations
@@ -35,9 +36,10 @@ from splitplan.sim.analytic import (
 pytestmark = pytest.mark.accuracy
 
 TARGET_AGREEMENT, TARGET_FRONTIER = 0.97, 0.95  # the goal (not reached yet; see the docstring)
-MIN_HELD_OUT_AGREEMENT = 0.80  # measured 0.809 (frontier-dense points)
-MIN_HELD_OUT_UNIFORM_AGREEMENT = 0.93  # measured 0.941 (uniform slice)
-MIN_HELD_OUT_FRONTIER = 0.82  # measured 0.838
+# regression guards just under the measured held-out figures (not the targets above)
+MIN_HELD_OUT_AGREEMENT = 0.895  # measured 0.904 (frontier-dense points)
+MIN_HELD_OUT_UNIFORM_AGREEMENT = 0.955  # measured 0.961 (uniform slice)
+MIN_HELD_OUT_FRONTIER = 0.88  # measured 0.887
 LIVE_SLICE = 12  # validation points re-simulated live to detect a stale set
 
 

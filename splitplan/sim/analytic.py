@@ -1048,6 +1048,60 @@ def _poisson_quantile(mean: FloatArray, z: FloatArray, zcdf: FloatArray, upper: 
 # Baselines: mixed continuous batching, prompts first
 
 
+@dataclass(frozen=True, slots=True)
+class _ResidentRamp:
+    """How full a machine's decode batch is at a time of a finite trace, as a share of steady state.
+
+    Requests arrive over [0, T] and each decodes for `dec` iterations, so after x iterations the
+    batch holds λ·E[min(dec, x)] decodes per iteration's arrivals (Little's law before the steady
+    state): it fills over the first decodes' lifetimes and drains after the last arrival. With
+    G(x) = E[min(dec, x)] the batch at iteration x is (G(x) − G(x − X_T)) / E[dec] of the steady
+    batch (X_T the trace in iterations, G(< 0) = 0), and its mean over a decode phase [a, a + d]
+    is (H(a + d) − H(a) − H(a + d − X_T) + H(a − X_T)) / (d·E[dec]) with H = ∫G. Both tables come
+    from the workload's decode lengths; a trace that is long against the decodes gives ≈ 1.
+    """
+
+    knots: FloatArray  # distinct decode lengths (iterations), from 0
+    g: FloatArray  # G at the knots (exact: G is piecewise linear between them)
+    h: FloatArray  # H at the knots (exact: trapezoids of a piecewise-linear G)
+    mean: float  # E[dec] = G beyond the longest decode
+
+    @classmethod
+    def of(cls, dec_all: FloatArray) -> _ResidentRamp:
+        d = np.sort(np.asarray(dec_all, dtype=np.float64))
+        knots = np.unique(np.concatenate([[0.0], d]))
+        # G(k) = (Σ_{dec<k} dec + k·#{dec ≥ k}) / n
+        below = np.searchsorted(d, knots, side="left")
+        csum = np.concatenate([[0.0], np.cumsum(d)])
+        g = (csum[below] + knots * (len(d) - below)) / max(len(d), 1)
+        h = np.concatenate([[0.0], np.cumsum(0.5 * (g[1:] + g[:-1]) * np.diff(knots))])
+        return cls(knots, g, h, float(g[-1]))
+
+    def _G(self, x: FloatArray) -> FloatArray:
+        return np.interp(np.maximum(x, 0.0), self.knots, self.g)
+
+    def _H(self, x: FloatArray) -> FloatArray:
+        xc = np.maximum(x, 0.0)
+        top = self.knots[-1]
+        return np.interp(xc, self.knots, self.h) + self.mean * np.maximum(xc - top, 0.0)
+
+    def at(self, x: FloatArray, span: FloatArray) -> FloatArray:
+        """Share of the steady batch resident at iteration x of a trace `span` iterations long."""
+        if self.mean <= 0.0:
+            return np.zeros(np.shape(x))
+        return np.clip((self._G(x) - self._G(x - span)) / self.mean, 0.0, 1.0)
+
+    def over(self, x: FloatArray, d: FloatArray, span: FloatArray) -> FloatArray:
+        """Mean share of the steady batch over the iterations [x, x + d] (d ≥ 0)."""
+        if self.mean <= 0.0:
+            return np.zeros(np.broadcast(x, d).shape)
+        long = d > 1e-9
+        ds = np.where(long, d, 1.0)
+        area = self._H(x + ds) - self._H(x) - self._H(x + ds - span) + self._H(x - span)
+        mean_share = area / (ds * self.mean)
+        return np.clip(np.where(long, mean_share, self.at(x, span)), 0.0, 1.0)
+
+
 class _BaselineContext:
     def __init__(
         self, scenario: Scenario, design: Design, sample: _Sample, cap: float, cal: Calibration
@@ -1070,6 +1124,7 @@ class _BaselineContext:
         self.mix_other = np.quantile(solo, sample.v)
         self.tau_grid = _tau(self.perf, self.grid, self.ctx_per_req)
         self.decode_capacity = self.nmax / float(self.tau_grid[-1])
+        self.ramp = _ResidentRamp.of(np.maximum(sample.o_all - 1.0, 0.0))
 
     def evaluate(self, pm: IntArray, tm: IntArray, lam: FloatArray):
         s = self.s
@@ -1087,33 +1142,43 @@ class _BaselineContext:
         pw, cond, _ = mgc_wait(lam, mix_mean, self.mix_scv, pm)
         logpw = np.log(np.maximum(pw, 1e-300))
         cond_f = np.where(ok_p, cond, 0.0)
+        rate0 = lam_m + np.maximum(1.0 - rho_p, 1e-9) / tau  # steady iterations per second
         wait = np.maximum(0.0, (logpw[:, None] - s.log1mu[None, :]) * cond_f[:, None])
         # an overloaded machine's backlog (prompts and decodes share it) grows through the trace
         fluid = (np.maximum(np.maximum(rho_p, rho_t) - 1.0, 0.0))[:, None] * s.t_s[None, :]
         wait = np.where(ok_p[:, None], wait, 0.0) + np.where(ok[:, None], 0.0, fluid)
+        # The trace is finite: a machine's decode batch fills over the first decodes' lifetimes and
+        # drains after the last arrival. Each request meets the batch of its own time: on arrival
+        # (its prompt's iteration) and on average over its decode phase, in iterations of the
+        # steady state (R per second) from the trace start.
+        span = (self.s.duration_s * rate0)[:, None]
+        x0 = s.t_s[None, :] * rate0[:, None]
+        nb0 = nbat[:, None] * self.ramp.at(x0, span)
+        nbd = nbat[:, None] * self.ramp.over(x0, self.dec[None, :], span)
+        tau0 = np.interp(nb0, self.grid, self.tau_grid)
+        taud = np.interp(nbd, self.grid, self.tau_grid)
+        mixd = np.interp(nbd, self.grid, self.mix_mean)
         # a prompt waits for the running decode iteration, then runs co-batched with the decodes
-        service = np.asarray(
-            self.perf.mixed_time_s(s.p[None, :] + nbat[:, None], (nbat * self.ctx_per_req)[:, None])
-        )
-        ttft = wait + 0.5 * tau[:, None] * (nbat > 0)[:, None] + service
+        service = np.asarray(self.perf.mixed_time_s(s.p[None, :] + nb0, nb0 * self.ctx_per_req))
+        ttft = wait + 0.5 * tau0 * (nb0 > 0) + service
         # decode phase: o − 1 iterations, K of them mixed (prompt arrivals during the phase)
-        rate = lam_m + np.maximum(1.0 - rho_p, 1e-9) / tau
+        rate = lam_m[:, None] + np.maximum(1.0 - rho_p, 1e-9)[:, None] / taud
         # join-the-shortest-queue sends a prompt to the machine with the fewest pending tokens,
         # i.e. the fewest decodes: a prompt lands where about `spread` decodes fewer than the
         # average reside, so a given decode is interrupted less often than λ/machines
-        spread = np.maximum(self.cal.baseline_jsq_spread, self.cal.baseline_jsq_sqrt * np.sqrt(nbat))
-        hit = np.clip(1.0 - spread / np.maximum(nbat, 1e-9), 0.0, 1.0)
+        spread = np.maximum(self.cal.baseline_jsq_spread, self.cal.baseline_jsq_sqrt * np.sqrt(nbd))
+        hit = np.clip(1.0 - spread / np.maximum(nbd, 1e-9), 0.0, 1.0)
         # the prompts that reach the machine while the request's own prompt iteration runs queue
         # behind it and run (prompts first) before its first decode iteration: they stall the
         # decode phase like the ones arriving during it, so they count in its Poisson mean
-        m = (hit * lam_m)[:, None] * (self.dec[None, :] / rate[:, None] + service)
+        m = hit * lam_m[:, None] * (self.dec[None, :] / rate + service)
         k = _poisson_quantile(m, s.z[None, :], s.zcdf[None, :], self.dec[None, :])
         backlog = np.maximum(rho_t - 1.0, 0.0)[:, None] * s.t_s[None, :]
         # the prompt iterations a decode meets are of random size: a stratified quantile of the
         # workload's prompt iterations per request, averaging out as K grows
-        spread = (self.mix_other - self.mix_solo_mean)[None, :] / np.sqrt(np.maximum(k, 1.0))
-        per_mixed = np.maximum(mix_mean[:, None] + spread, tau[:, None])
-        decode = (self.dec[None, :] - k) * tau[:, None] + k * per_mixed + backlog
+        size_spread = (self.mix_other - self.mix_solo_mean)[None, :] / np.sqrt(np.maximum(k, 1.0))
+        per_mixed = np.maximum(mixd + size_spread, taud)
+        decode = (self.dec[None, :] - k) * taud + k * per_mixed + backlog
         e2e = ttft + decode
         tbt = decode / s.o[None, :]
         return ttft, tbt, e2e, ok, rho_p, rho_t, nbat

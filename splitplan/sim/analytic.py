@@ -998,6 +998,26 @@ def _mixed_means(perf, p: FloatArray, grid: FloatArray, ctx_per_req: float) -> F
     return (mix @ counts.astype(np.float64)) / float(len(p))
 
 
+def _budget_means(
+    perf, p: FloatArray, grid: FloatArray, ctx_per_req: float, budget: float
+) -> tuple[FloatArray, FloatArray]:
+    """Mean prompt-iteration time and the share of the decodes it carries, per grid batch N.
+
+    An iteration holds at most `budget` tokens and a prompt takes its p first (a lone prompt may
+    exceed it): only min(N, budget − p) of the N resident decodes join it, the others are
+    preempted for that iteration and gain no token. Means over the distinct prompt sizes
+    weighted by their counts.
+    """
+    sizes, counts = np.unique(p, return_counts=True)
+    w = counts.astype(np.float64) / float(len(p))
+    n_in = np.clip(budget - sizes[None, :], 0.0, grid[:, None])
+    mix = np.broadcast_to(
+        np.asarray(perf.mixed_time_s(sizes[None, :] + n_in, n_in * ctx_per_req)), n_in.shape
+    )
+    share = np.where(grid[:, None] > 0, n_in / np.maximum(grid[:, None], 1e-300), 1.0)
+    return mix @ w, share @ w
+
+
 def _tau(perf, grid: FloatArray, ctx_per_req: float) -> FloatArray:
     b = np.maximum(grid, 1.0)
     return np.asarray(perf.token_time_s(b, b * ctx_per_req))
@@ -1010,17 +1030,21 @@ def _solve_mixed(
     mix_tab: FloatArray,
     tau_tab: FloatArray,
     nmax: float,
+    progress_tab: FloatArray | None = None,
 ):
     """Decode batch N on a machine that also runs lam_x prompt iterations per second.
 
     Iterations per second R(N) = lam_x + (1 − lam_x·mix(N)) / τ(N); every resident decode gains
     one token per iteration, so N·R(N) = decode demand. Returns (N, τ, mix, prompt share, ρ) with
     ρ = demand / the largest decode throughput the machine sustains (≥ 1: overloaded).
+    With `progress_tab` (the share of the N decodes a prompt iteration carries, tabulated on
+    `grid`) a decode gains a token in a prompt iteration only with that share.
     """
 
     def throughput(nb: FloatArray) -> FloatArray:
         share = np.minimum(lam_x * np.interp(nb, grid, mix_tab), 1.0)
-        return nb * (lam_x + (1.0 - share) / np.interp(nb, grid, tau_tab))
+        carried = lam_x if progress_tab is None else lam_x * np.interp(nb, grid, progress_tab)
+        return nb * (carried + (1.0 - share) / np.interp(nb, grid, tau_tab))
 
     hi = np.full(len(demand), nmax)
     cap = throughput(hi)
@@ -1115,13 +1139,17 @@ class _BaselineContext:
         # Mean mixed-iteration time (a prompt co-batched with N decodes) and decode-only
         # iteration time, tabulated on a grid of decode batches N.
         self.grid = np.linspace(0.0, 1.0, _BASELINE_GRID) ** 2 * self.nmax
-        self.mix_mean = _mixed_means(self.perf, sample.p_all, self.grid, self.ctx_per_req)
+        self.budget = float(scenario.sim.max_batch_tokens)
+        self.mix_mean, self.carried = _budget_means(
+            self.perf, sample.p_all, self.grid, self.ctx_per_req, self.budget
+        )
         solo = np.asarray(self.perf.mixed_time_s(sample.p_all, 0.0))
         self.mix_scv = float(solo.var() / solo.mean() ** 2)
         self.mix_solo_mean = float(solo.mean())
         # the prompt iteration a decode meets is of random size: a stratified quantile of the
         # workload's prompt iterations per request (independent of its own size and wait)
         self.mix_other = np.quantile(solo, sample.v)
+        self.p_other = np.quantile(sample.p_all, sample.v)  # its prompt size (same quantile)
         self.tau_grid = _tau(self.perf, self.grid, self.ctx_per_req)
         self.decode_capacity = self.nmax / float(self.tau_grid[-1])
         self.ramp = _ResidentRamp.of(np.maximum(sample.o_all - 1.0, 0.0))
@@ -1132,7 +1160,7 @@ class _BaselineContext:
         lam_m = lam / N
         demand = lam_m * self.mean_dec  # decode tokens per second per machine
         nbat, tau, mix_mean, rho_p, rho_t = _solve_mixed(
-            lam_m, demand, self.grid, self.mix_mean, self.tau_grid, self.nmax
+            lam_m, demand, self.grid, self.mix_mean, self.tau_grid, self.nmax, self.carried
         )
         # when prompts alone saturate the machine no decode capacity is left: report the machine's
         # total load (prompt share + decodes at the largest batch), finite and ≥ 1
@@ -1142,15 +1170,16 @@ class _BaselineContext:
         pw, cond, _ = mgc_wait(lam, mix_mean, self.mix_scv, pm)
         logpw = np.log(np.maximum(pw, 1e-300))
         cond_f = np.where(ok_p, cond, 0.0)
-        rate0 = lam_m + np.maximum(1.0 - rho_p, 1e-9) / tau  # steady iterations per second
+        # tokens a resident decode gains per second in the steady state
+        rate0 = lam_m * np.interp(nbat, self.grid, self.carried) + np.maximum(1.0 - rho_p, 1e-9) / tau
         wait = np.maximum(0.0, (logpw[:, None] - s.log1mu[None, :]) * cond_f[:, None])
         # an overloaded machine's backlog (prompts and decodes share it) grows through the trace
         fluid = (np.maximum(np.maximum(rho_p, rho_t) - 1.0, 0.0))[:, None] * s.t_s[None, :]
         wait = np.where(ok_p[:, None], wait, 0.0) + np.where(ok[:, None], 0.0, fluid)
         # The trace is finite: a machine's decode batch fills over the first decodes' lifetimes and
         # drains after the last arrival. Each request meets the batch of its own time: on arrival
-        # (its prompt's iteration) and on average over its decode phase, in iterations of the
-        # steady state (R per second) from the trace start.
+        # (its prompt's iteration) and on average over its decode phase, in decode tokens of the
+        # steady state (rate0 per second) from the trace start.
         span = (self.s.duration_s * rate0)[:, None]
         x0 = s.t_s[None, :] * rate0[:, None]
         nb0 = nbat[:, None] * self.ramp.at(x0, span)
@@ -1158,11 +1187,15 @@ class _BaselineContext:
         tau0 = np.interp(nb0, self.grid, self.tau_grid)
         taud = np.interp(nbd, self.grid, self.tau_grid)
         mixd = np.interp(nbd, self.grid, self.mix_mean)
-        # a prompt waits for the running decode iteration, then runs co-batched with the decodes
-        service = np.asarray(self.perf.mixed_time_s(s.p[None, :] + nb0, nb0 * self.ctx_per_req))
+        carried = np.interp(nbd, self.grid, self.carried)
+        # a prompt waits for the running decode iteration, then runs with the decodes that fit in
+        # the iteration's token budget after it
+        n_in = np.clip(self.budget - s.p[None, :], 0.0, nb0)
+        service = np.asarray(self.perf.mixed_time_s(s.p[None, :] + n_in, n_in * self.ctx_per_req))
         ttft = wait + 0.5 * tau0 * (nb0 > 0) + service
-        # decode phase: o − 1 iterations, K of them mixed (prompt arrivals during the phase)
-        rate = lam_m[:, None] + np.maximum(1.0 - rho_p, 1e-9)[:, None] / taud
+        # decode phase: o − 1 tokens; K prompt iterations land in it (prompt arrivals during the
+        # phase), each carrying the decode with the budget's share (else it is preempted for one)
+        rate = lam_m[:, None] * carried + np.maximum(1.0 - rho_p, 1e-9)[:, None] / taud
         # join-the-shortest-queue sends a prompt to the machine with the fewest pending tokens,
         # i.e. the fewest decodes: a prompt lands where about `spread` decodes fewer than the
         # average reside, so a given decode is interrupted less often than λ/machines
@@ -1174,11 +1207,15 @@ class _BaselineContext:
         m = hit * lam_m[:, None] * (self.dec[None, :] / rate + service)
         k = _poisson_quantile(m, s.z[None, :], s.zcdf[None, :], self.dec[None, :])
         backlog = np.maximum(rho_t - 1.0, 0.0)[:, None] * s.t_s[None, :]
-        # the prompt iterations a decode meets are of random size: a stratified quantile of the
-        # workload's prompt iterations per request, averaging out as K grows
-        size_spread = (self.mix_other - self.mix_solo_mean)[None, :] / np.sqrt(np.maximum(k, 1.0))
-        per_mixed = np.maximum(mixd + size_spread, taud)
-        decode = (self.dec[None, :] - k) * taud + k * per_mixed + backlog
+        # A prompt iteration delays the decode by its time less the decode iteration it replaces
+        # when it carries the decode: mix − share·τ on average. The prompts a decode meets are of
+        # random size (a stratified quantile of the workload's, averaging out as K grows): a
+        # larger one takes longer and carries fewer decodes.
+        nb_safe = np.maximum(nbd, 1e-9)
+        share_other = np.where(nbd > 0, np.clip((self.budget - self.p_other[None, :]) / nb_safe, 0.0, 1.0), 1.0)
+        size_dev = (self.mix_other - self.mix_solo_mean)[None, :] + taud * (carried - share_other)
+        stall = np.maximum(mixd - carried * taud + size_dev / np.sqrt(np.maximum(k, 1.0)), 0.0)
+        decode = self.dec[None, :] * taud + k * stall + backlog
         e2e = ttft + decode
         tbt = decode / s.o[None, :]
         return ttft, tbt, e2e, ok, rho_p, rho_t, nbat

@@ -1196,15 +1196,18 @@ class _BaselineContext:
         # decode phase: o − 1 tokens; K prompt iterations land in it (prompt arrivals during the
         # phase), each carrying the decode with the budget's share (else it is preempted for one)
         rate = lam_m[:, None] * carried + np.maximum(1.0 - rho_p, 1e-9)[:, None] / taud
-        # join-the-shortest-queue sends a prompt to the machine with the fewest pending tokens,
+        # The prompts a decode meets are its machine's arrivals while it is resident, and arrivals
+        # stop with the trace: only the part of the phase before the trace's end counts.
+        # Join-the-shortest-queue sends a prompt to the machine with the fewest pending tokens,
         # i.e. the fewest decodes: a prompt lands where about `spread` decodes fewer than the
-        # average reside, so a given decode is interrupted less often than λ/machines
+        # average reside, so a given decode is interrupted less often than λ/machines.
+        # The prompts that reach the machine while the request's own prompt iteration runs queue
+        # behind it and run (prompts first) before its first decode iteration: they stall the
+        # decode phase like the ones arriving during it, so they count in its Poisson mean.
+        window = np.clip(span - x0, 0.0, self.dec[None, :])
         spread = np.maximum(self.cal.baseline_jsq_spread, self.cal.baseline_jsq_sqrt * np.sqrt(nbd))
         hit = np.clip(1.0 - spread / np.maximum(nbd, 1e-9), 0.0, 1.0)
-        # the prompts that reach the machine while the request's own prompt iteration runs queue
-        # behind it and run (prompts first) before its first decode iteration: they stall the
-        # decode phase like the ones arriving during it, so they count in its Poisson mean
-        m = hit * lam_m[:, None] * (self.dec[None, :] / rate + service)
+        m = hit * lam_m[:, None] * (window / rate + service)
         k = _poisson_quantile(m, s.z[None, :], s.zcdf[None, :], self.dec[None, :])
         backlog = np.maximum(rho_t - 1.0, 0.0)[:, None] * s.t_s[None, :]
         # A prompt iteration delays the decode by its time less the decode iteration it replaces
@@ -1212,7 +1215,8 @@ class _BaselineContext:
         # random size (a stratified quantile of the workload's, averaging out as K grows): a
         # larger one takes longer and carries fewer decodes.
         nb_safe = np.maximum(nbd, 1e-9)
-        share_other = np.where(nbd > 0, np.clip((self.budget - self.p_other[None, :]) / nb_safe, 0.0, 1.0), 1.0)
+        fits = np.clip((self.budget - self.p_other[None, :]) / nb_safe, 0.0, 1.0)
+        share_other = np.where(nbd > 0, fits, 1.0)
         size_dev = (self.mix_other - self.mix_solo_mean)[None, :] + taud * (carried - share_other)
         stall = np.maximum(mixd - carried * taud + size_dev / np.sqrt(np.maximum(k, 1.0)), 0.0)
         decode = self.dec[None, :] * taud + k * stall + backlog

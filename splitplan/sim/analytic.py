@@ -82,6 +82,7 @@ _BASELINE_GRID = 96  # decode-batch grid on which baseline mixed-iteration means
 _PACK_PROMPTS = 20_000  # prompts (in arrival order) packed to estimate the batching gain
 _MAX_QUEUE_LEVELS = 64  # queued prompts per machine the admission chain tracks at most (a bound)
 _QUEUE_FIRST_LATTICE = 48  # quantile levels per size in `_QueueFirst`
+_RAMP_FAR = 1e12  # iterations: beyond any trace plus decode, where H = ∫G is still linear
 
 
 @dataclass(frozen=True, slots=True)
@@ -1087,7 +1088,8 @@ class _ResidentRamp:
 
     knots: FloatArray  # distinct decode lengths (iterations), from 0
     g: FloatArray  # G at the knots (exact: G is piecewise linear between them)
-    h: FloatArray  # H at the knots (exact: trapezoids of a piecewise-linear G)
+    h_knots: FloatArray  # the knots and one far beyond every phase: H is linear past the last
+    h: FloatArray  # H at h_knots (exact: trapezoids of a piecewise-linear G)
     mean: float  # E[dec] = G beyond the longest decode
 
     @classmethod
@@ -1099,15 +1101,16 @@ class _ResidentRamp:
         csum = np.concatenate([[0.0], np.cumsum(d)])
         g = (csum[below] + knots * (len(d) - below)) / max(len(d), 1)
         h = np.concatenate([[0.0], np.cumsum(0.5 * (g[1:] + g[:-1]) * np.diff(knots))])
-        return cls(knots, g, h, float(g[-1]))
+        mean = float(g[-1])
+        far = knots[-1] + _RAMP_FAR
+        return cls(knots, g, np.append(knots, far), np.append(h, h[-1] + mean * _RAMP_FAR), mean)
 
+    # np.interp clamps: G(< 0) = H(< 0) = 0 and G = E[dec] past the longest decode
     def _G(self, x: FloatArray) -> FloatArray:
-        return np.interp(np.maximum(x, 0.0), self.knots, self.g)
+        return np.interp(x, self.knots, self.g)
 
     def _H(self, x: FloatArray) -> FloatArray:
-        xc = np.maximum(x, 0.0)
-        top = self.knots[-1]
-        return np.interp(xc, self.knots, self.h) + self.mean * np.maximum(xc - top, 0.0)
+        return np.interp(x, self.h_knots, self.h)
 
     def at(self, x: FloatArray, span: FloatArray) -> FloatArray:
         """Share of the steady batch resident at iteration x of a trace `span` iterations long."""
@@ -1116,14 +1119,13 @@ class _ResidentRamp:
         return np.clip((self._G(x) - self._G(x - span)) / self.mean, 0.0, 1.0)
 
     def over(self, x: FloatArray, d: FloatArray, span: FloatArray) -> FloatArray:
-        """Mean share of the steady batch over the iterations [x, x + d] (d ≥ 0)."""
+        """Mean share of the steady batch over the iterations [x, x + d]; a phase shorter than
+        one iteration counts as one (a request of one output token meets the next iteration)."""
         if self.mean <= 0.0:
             return np.zeros(np.broadcast(x, d).shape)
-        long = d > 1e-9
-        ds = np.where(long, d, 1.0)
+        ds = np.maximum(d, 1.0)
         area = self._H(x + ds) - self._H(x) - self._H(x + ds - span) + self._H(x - span)
-        mean_share = area / (ds * self.mean)
-        return np.clip(np.where(long, mean_share, self.at(x, span)), 0.0, 1.0)
+        return np.clip(area / (ds * self.mean), 0.0, 1.0)
 
 
 class _BaselineContext:

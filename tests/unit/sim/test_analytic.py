@@ -269,15 +269,81 @@ def test_sample_quantiles_are_stratified_within_every_size_stratum(coding: Scena
 
 
 @pytest.mark.parametrize("perf", ["analytic", "profile"])
-def test_baseline_mixed_means_by_distinct_sizes_equal_the_mean_over_requests(perf, profile_csv) -> None:
-    # the table is built from the distinct prompt sizes (memory independent of the request count);
-    # it must equal the mean over every request of the mixed-iteration time at each batch
+@pytest.mark.parametrize("budget", [512.0, 2048.0, 1e9])
+def test_baseline_budget_means_by_distinct_sizes_equal_the_mean_over_requests(perf, budget, profile_csv) -> None:
+    # the tables are built from the distinct prompt sizes (memory independent of the request
+    # count); they must equal the mean over every request of the prompt iteration's time and of
+    # the share of the N decodes it carries: min(N, budget − p) of them fit after the prompt
     wl = make_workload("conversation", rate_rps=50, duration_s=60, seed=4)
     source = str(profile_csv) if perf == "profile" else perf
     sc = Scenario(workload=wl, model=get_model("llama2-70b"), perf=source)
     model = sc.perf_model(get_design("baseline-h100").prompt)
     p = wl.prompt_tokens.astype(np.float64)
     grid = np.linspace(0.0, 1.0, 96) ** 2 * 300.0
-    direct = np.asarray(model.mixed_time_s(p[None, :] + grid[:, None], (grid * 900.0)[:, None])).mean(axis=1)
+    n_in = np.clip(budget - p[None, :], 0.0, grid[:, None])
+    direct = np.asarray(model.mixed_time_s(p[None, :] + n_in, n_in * 900.0)).mean(axis=1)
+    share = np.where(grid[:, None] > 0, n_in / np.maximum(grid[:, None], 1e-300), 1.0).mean(axis=1)
     assert len(np.unique(p)) < len(p) / 2  # the case exercises repeated sizes
-    np.testing.assert_allclose(analytic._mixed_means(model, p, grid, 900.0), direct, rtol=1e-12)
+    mix, carried = analytic._budget_means(model, p, grid, 900.0, budget)
+    np.testing.assert_allclose(mix, direct, rtol=1e-12)
+    np.testing.assert_allclose(carried, share, rtol=1e-12)
+    if budget > p.max() + grid[-1]:  # everything fits: every decode is carried
+        np.testing.assert_allclose(carried, 1.0)
+    else:  # some prompts leave no room: the share falls below one at large batches
+        assert carried[-1] < 1.0 and np.all(np.diff(carried) <= 1e-12)
+
+
+def test_resident_ramp_follows_littles_law_through_fill_and_drain() -> None:
+    # fluid arrivals at rate 1 per iteration over [0, span], each resident for `dec` iterations:
+    # the batch at x is ∫ 1{a ≤ x < a + dec} da averaged over the decode lengths; the steady
+    # batch is E[dec]
+    rng = np.random.default_rng(3)
+    dec = np.floor(rng.exponential(40.0, 400))
+    ramp = analytic._ResidentRamp.of(dec)
+    span = 500.0
+    a = np.linspace(0.0, span, 20_001)
+    da = a[1] - a[0]
+
+    def batch(x: float) -> float:
+        inside = (a[None, :] <= x) & (a[None, :] + dec[:, None] > x)
+        return float(inside.sum(axis=1).mean() * da)
+
+    xs = np.array([0.0, 5.0, 30.0, 120.0, 300.0, 499.0, 520.0, 600.0, 2000.0])
+    want = np.array([batch(x) for x in xs]) / dec.mean()
+    np.testing.assert_allclose(ramp.at(xs, np.full(len(xs), span)), want, atol=2e-3)
+    assert ramp.at(np.array([0.0]), np.array([span]))[0] == 0.0  # empty at the start
+    assert ramp.at(np.array([300.0]), np.array([span]))[0] > 0.99  # steady in the middle
+    assert ramp.at(np.array([span + dec.max() + 1]), np.array([span]))[0] == 0.0  # drained
+    # the mean over a decode phase is the mean of `at` over its iterations
+    # (a phase under one iteration counts as one)
+    for x, d in ((0.0, 80.0), (20.0, 5.0), (450.0, 200.0), (100.0, 0.0)):
+        u = np.linspace(x, x + max(d, 1.0), 4001)
+        direct = ramp.at(u, np.full(len(u), span)).mean()
+        got = ramp.over(np.array([x]), np.array([d]), np.array([span]))[0]
+        assert got == pytest.approx(direct, abs=2e-3)
+
+
+def test_baseline_short_trace_meets_a_filling_batch() -> None:
+    # conversation decodes on Llama2-70B last seconds: a trace of a few seconds never fills the
+    # decode batches, so its requests decode faster than the same rate over two minutes
+    model = get_model("llama2-70b")
+    d = get_design("baseline-h100")
+    tbt = {}
+    for duration in (8.0, 120.0):
+        wl = make_workload("conversation", rate_rps=60, duration_s=duration, seed=1)
+        g = evaluate_grid(d, np.array([20]), np.array([0]), Scenario(workload=wl, model=model))
+        tbt[duration] = g.slowdown["tbt_p50"][0]
+    assert tbt[8.0] < tbt[120.0] - 0.02
+
+
+def test_baseline_token_budget_preempts_decodes() -> None:
+    # a smaller iteration budget leaves no room for the decodes behind a long coding prompt:
+    # they are preempted for that iteration, and decodes take longer
+    wl = make_workload("coding", rate_rps=40, duration_s=60, seed=2)
+    model = get_model("llama2-70b")
+    d = get_design("baseline-h100")
+    tbt = {}
+    for budget in (256, 16384):
+        sc = Scenario(workload=wl, model=model, sim=SimConfig(max_batch_tokens=budget))
+        tbt[budget] = evaluate_grid(d, np.array([12]), np.array([0]), sc).slowdown["tbt_p90"][0]
+    assert tbt[256] > tbt[16384] + 0.02

@@ -986,19 +986,6 @@ def _decode_constants(
     return np.maximum(sample.o - 1.0, 0.0), float(dec_all.mean()), ctx_per_req, nmax
 
 
-def _mixed_means(perf, p: FloatArray, grid: FloatArray, ctx_per_req: float) -> FloatArray:
-    """Mean over the requests of the mixed-iteration time of a prompt with each grid batch.
-
-    Tabulated over the distinct prompt sizes weighted by their counts, so memory and time grow
-    with the number of distinct sizes (a few thousand), not with the requests (a table of
-    len(grid) × requests was ~6 KB per request).
-    """
-    sizes, counts = np.unique(p, return_counts=True)
-    mix = np.asarray(perf.mixed_time_s(sizes[None, :] + grid[:, None], (grid * ctx_per_req)[:, None]))
-    mix = np.broadcast_to(mix, (len(grid), len(sizes)))
-    return (mix @ counts.astype(np.float64)) / float(len(p))
-
-
 def _budget_means(
     perf, p: FloatArray, grid: FloatArray, ctx_per_req: float, budget: float
 ) -> tuple[FloatArray, FloatArray]:

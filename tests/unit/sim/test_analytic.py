@@ -270,7 +270,9 @@ def test_sample_quantiles_are_stratified_within_every_size_stratum(coding: Scena
 
 @pytest.mark.parametrize("perf", ["analytic", "profile"])
 @pytest.mark.parametrize("budget", [512.0, 2048.0, 1e9])
-def test_baseline_budget_means_by_distinct_sizes_equal_the_mean_over_requests(perf, budget, profile_csv) -> None:
+def test_baseline_budget_means_by_distinct_sizes_equal_the_mean_over_requests(
+    perf, budget, profile_csv
+) -> None:
     # the tables are built from the distinct prompt sizes (memory independent of the request
     # count); they must equal the mean over every request of the prompt iteration's time and of
     # the share of the N decodes it carries: min(N, budget − p) of them fit after the prompt
@@ -290,7 +292,8 @@ def test_baseline_budget_means_by_distinct_sizes_equal_the_mean_over_requests(pe
     if budget > p.max() + grid[-1]:  # everything fits: every decode is carried
         np.testing.assert_allclose(carried, 1.0)
     else:  # some prompts leave no room: the share falls below one at large batches
-        assert carried[-1] < 1.0 and np.all(np.diff(carried) <= 1e-12)
+        assert carried[-1] < 1.0
+        assert np.all(np.diff(carried) <= 1e-12)
 
 
 def test_resident_ramp_follows_littles_law_through_fill_and_drain() -> None:

@@ -117,9 +117,14 @@ class Calibration:
       a machine holding about `spread` fewer decodes than the average N, so a decode is interrupted
       at (1 − spread / N) times the per-machine prompt rate, with spread = max(jsq_spread,
       jsq_sqrt·√N) (the machines' decode counts fluctuate like √N at large batches). Measured in
-      the DES (prompts landing on a decode's machine during its decode phase, over λ/machines ×
-      the phase), the factor is 0.54–0.67 for coding at 66–80 A100s (N ≈ 1.5–2), 0.82 for coding
-      at 30 H100s and 0.87–0.94 for conversation.
+      the DES (prompts landing on a decode's machine during its decode phase before the trace
+      ends, over λ/machines × that part of the phase), the factor is 0.82–0.87 for coding on
+      A100s at N ≈ 3–4, 0.94 for conversation at N ≈ 12 and 0.99–1.0 at N ≈ 40–50; the share of
+      the phase after the last arrival (which lowers the raw ratio to 0.66–0.86 on 20–60 s
+      traces) is modelled, not fitted. The same runs show what the baseline model now follows
+      without a constant: decode batches fill and drain over the trace (Little's law before the
+      steady state), and a prompt iteration carries only the decodes that fit in the token
+      budget after the prompt (the others are preempted for that iteration).
     """
 
     prompt_full_slack: float = 0.72

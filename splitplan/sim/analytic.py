@@ -117,14 +117,14 @@ class Calibration:
       a machine holding about `spread` fewer decodes than the average N, so a decode is interrupted
       at (1 − spread / N) times the per-machine prompt rate, with spread = max(jsq_spread,
       jsq_sqrt·√N) (the machines' decode counts fluctuate like √N at large batches). Measured in
-      the DES (prompts landing on a decode's machine during its decode phase before the trace
-      ends, over λ/machines × that part of the phase), the factor is 0.82–0.87 for coding on
-      A100s at N ≈ 3–4, 0.94 for conversation at N ≈ 12 and 0.99–1.0 at N ≈ 40–50; the share of
-      the phase after the last arrival (which lowers the raw ratio to 0.66–0.86 on 20–60 s
-      traces) is modelled, not fitted. The same runs show what the baseline model now follows
-      without a constant: decode batches fill and drain over the trace (Little's law before the
-      steady state), and a prompt iteration carries only the decodes that fit in the token
-      budget after the prompt (the others are preempted for that iteration).
+      the DES (prompts landing on a decode's machine during its decode phase, over λ/machines ×
+      the phase), the factor is 0.54–0.67 for coding at 66–80 A100s (N ≈ 1.5–2), 0.82 for coding
+      at 30 H100s and 0.87–0.94 for conversation. Counted only over the part of the phase
+      before the trace's last arrival it is 0.57 at N ≈ 1.6, 0.82–0.87 at N ≈ 3–4, 0.94 at
+      N ≈ 12 and 0.99–1.0 at N ≈ 40–50, and none of a machine's arrivals lands while it runs a
+      prompt (its pending tokens include that prompt): the factor stands in for both, fitted.
+      The decode batch a request meets fills and drains over the trace (Little's law before the
+      steady state, `_ResidentRamp`), which carries no constant.
     """
 
     prompt_full_slack: float = 0.72
@@ -991,24 +991,17 @@ def _decode_constants(
     return np.maximum(sample.o - 1.0, 0.0), float(dec_all.mean()), ctx_per_req, nmax
 
 
-def _budget_means(
-    perf, p: FloatArray, grid: FloatArray, ctx_per_req: float, budget: float
-) -> tuple[FloatArray, FloatArray]:
-    """Mean prompt-iteration time and the share of the decodes it carries, per grid batch N.
+def _mixed_means(perf, p: FloatArray, grid: FloatArray, ctx_per_req: float) -> FloatArray:
+    """Mean over the requests of the mixed-iteration time of a prompt with each grid batch.
 
-    An iteration holds at most `budget` tokens and a prompt takes its p first (a lone prompt may
-    exceed it): only min(N, budget − p) of the N resident decodes join it, the others are
-    preempted for that iteration and gain no token. Means over the distinct prompt sizes
-    weighted by their counts.
+    Tabulated over the distinct prompt sizes weighted by their counts, so memory and time grow
+    with the number of distinct sizes (a few thousand), not with the requests (a table of
+    len(grid) × requests was ~6 KB per request).
     """
     sizes, counts = np.unique(p, return_counts=True)
-    w = counts.astype(np.float64) / float(len(p))
-    n_in = np.clip(budget - sizes[None, :], 0.0, grid[:, None])
-    mix = np.broadcast_to(
-        np.asarray(perf.mixed_time_s(sizes[None, :] + n_in, n_in * ctx_per_req)), n_in.shape
-    )
-    share = np.where(grid[:, None] > 0, n_in / np.maximum(grid[:, None], 1e-300), 1.0)
-    return mix @ w, share @ w
+    mix = np.asarray(perf.mixed_time_s(sizes[None, :] + grid[:, None], (grid * ctx_per_req)[:, None]))
+    mix = np.broadcast_to(mix, (len(grid), len(sizes)))
+    return (mix @ counts.astype(np.float64)) / float(len(p))
 
 
 def _tau(perf, grid: FloatArray, ctx_per_req: float) -> FloatArray:
@@ -1023,21 +1016,17 @@ def _solve_mixed(
     mix_tab: FloatArray,
     tau_tab: FloatArray,
     nmax: float,
-    progress_tab: FloatArray | None = None,
 ):
     """Decode batch N on a machine that also runs lam_x prompt iterations per second.
 
     Iterations per second R(N) = lam_x + (1 − lam_x·mix(N)) / τ(N); every resident decode gains
     one token per iteration, so N·R(N) = decode demand. Returns (N, τ, mix, prompt share, ρ) with
     ρ = demand / the largest decode throughput the machine sustains (≥ 1: overloaded).
-    With `progress_tab` (the share of the N decodes a prompt iteration carries, tabulated on
-    `grid`) a decode gains a token in a prompt iteration only with that share.
     """
 
     def throughput(nb: FloatArray) -> FloatArray:
         share = np.minimum(lam_x * np.interp(nb, grid, mix_tab), 1.0)
-        carried = lam_x if progress_tab is None else lam_x * np.interp(nb, grid, progress_tab)
-        return nb * (carried + (1.0 - share) / np.interp(nb, grid, tau_tab))
+        return nb * (lam_x + (1.0 - share) / np.interp(nb, grid, tau_tab))
 
     hi = np.full(len(demand), nmax)
     cap = throughput(hi)
@@ -1133,17 +1122,13 @@ class _BaselineContext:
         # Mean mixed-iteration time (a prompt co-batched with N decodes) and decode-only
         # iteration time, tabulated on a grid of decode batches N.
         self.grid = np.linspace(0.0, 1.0, _BASELINE_GRID) ** 2 * self.nmax
-        self.budget = float(scenario.sim.max_batch_tokens)
-        self.mix_mean, self.carried = _budget_means(
-            self.perf, sample.p_all, self.grid, self.ctx_per_req, self.budget
-        )
+        self.mix_mean = _mixed_means(self.perf, sample.p_all, self.grid, self.ctx_per_req)
         solo = np.asarray(self.perf.mixed_time_s(sample.p_all, 0.0))
         self.mix_scv = float(solo.var() / solo.mean() ** 2)
         self.mix_solo_mean = float(solo.mean())
         # the prompt iteration a decode meets is of random size: a stratified quantile of the
         # workload's prompt iterations per request (independent of its own size and wait)
         self.mix_other = np.quantile(solo, sample.v)
-        self.p_other = np.quantile(sample.p_all, sample.v)  # its prompt size (same quantile)
         self.tau_grid = _tau(self.perf, self.grid, self.ctx_per_req)
         self.decode_capacity = self.nmax / float(self.tau_grid[-1])
         self.ramp = _ResidentRamp.of(np.maximum(sample.o_all - 1.0, 0.0))
@@ -1154,7 +1139,7 @@ class _BaselineContext:
         lam_m = lam / N
         demand = lam_m * self.mean_dec  # decode tokens per second per machine
         nbat, tau, mix_mean, rho_p, rho_t = _solve_mixed(
-            lam_m, demand, self.grid, self.mix_mean, self.tau_grid, self.nmax, self.carried
+            lam_m, demand, self.grid, self.mix_mean, self.tau_grid, self.nmax
         )
         # when prompts alone saturate the machine no decode capacity is left: report the machine's
         # total load (prompt share + decodes at the largest batch), finite and ≥ 1
@@ -1164,15 +1149,14 @@ class _BaselineContext:
         pw, cond, _ = mgc_wait(lam, mix_mean, self.mix_scv, pm)
         logpw = np.log(np.maximum(pw, 1e-300))
         cond_f = np.where(ok_p, cond, 0.0)
-        # tokens a resident decode gains per second in the steady state
-        rate0 = lam_m * np.interp(nbat, self.grid, self.carried) + np.maximum(1.0 - rho_p, 1e-9) / tau
+        rate0 = lam_m + np.maximum(1.0 - rho_p, 1e-9) / tau  # steady iterations per second
         wait = np.maximum(0.0, (logpw[:, None] - s.log1mu[None, :]) * cond_f[:, None])
         # an overloaded machine's backlog (prompts and decodes share it) grows through the trace
         fluid = (np.maximum(np.maximum(rho_p, rho_t) - 1.0, 0.0))[:, None] * s.t_s[None, :]
         wait = np.where(ok_p[:, None], wait, 0.0) + np.where(ok[:, None], 0.0, fluid)
         # The trace is finite: a machine's decode batch fills over the first decodes' lifetimes and
         # drains after the last arrival. Each request meets the batch of its own time: on arrival
-        # (its prompt's iteration) and on average over its decode phase, in decode tokens of the
+        # (its prompt's iteration) and on average over its decode phase, in iterations of the
         # steady state (rate0 per second) from the trace start.
         span = (self.s.duration_s * rate0)[:, None]
         x0 = s.t_s[None, :] * rate0[:, None]
@@ -1181,39 +1165,27 @@ class _BaselineContext:
         tau0 = np.interp(nb0, self.grid, self.tau_grid)
         taud = np.interp(nbd, self.grid, self.tau_grid)
         mixd = np.interp(nbd, self.grid, self.mix_mean)
-        carried = np.interp(nbd, self.grid, self.carried)
-        # a prompt waits for the running decode iteration, then runs with the decodes that fit in
-        # the iteration's token budget after it
-        n_in = np.clip(self.budget - s.p[None, :], 0.0, nb0)
-        service = np.asarray(self.perf.mixed_time_s(s.p[None, :] + n_in, n_in * self.ctx_per_req))
+        # a prompt waits for the running decode iteration, then runs co-batched with the decodes
+        service = np.asarray(self.perf.mixed_time_s(s.p[None, :] + nb0, nb0 * self.ctx_per_req))
         ttft = wait + 0.5 * tau0 * (nb0 > 0) + service
-        # decode phase: o − 1 tokens; K prompt iterations land in it (prompt arrivals during the
-        # phase), each carrying the decode with the budget's share (else it is preempted for one)
-        rate = lam_m[:, None] * carried + np.maximum(1.0 - rho_p, 1e-9)[:, None] / taud
-        # The prompts a decode meets are its machine's arrivals while it is resident, and arrivals
-        # stop with the trace: only the part of the phase before the trace's end counts.
-        # Join-the-shortest-queue sends a prompt to the machine with the fewest pending tokens,
+        # decode phase: o − 1 iterations, K of them mixed (prompt arrivals during the phase)
+        rate = lam_m[:, None] + np.maximum(1.0 - rho_p, 1e-9)[:, None] / taud
+        # join-the-shortest-queue sends a prompt to the machine with the fewest pending tokens,
         # i.e. the fewest decodes: a prompt lands where about `spread` decodes fewer than the
-        # average reside, so a given decode is interrupted less often than λ/machines.
-        # The prompts that reach the machine while the request's own prompt iteration runs queue
-        # behind it and run (prompts first) before its first decode iteration: they stall the
-        # decode phase like the ones arriving during it, so they count in its Poisson mean.
-        window = np.clip(span - x0, 0.0, self.dec[None, :])
+        # average reside, so a given decode is interrupted less often than λ/machines
         spread = np.maximum(self.cal.baseline_jsq_spread, self.cal.baseline_jsq_sqrt * np.sqrt(nbd))
         hit = np.clip(1.0 - spread / np.maximum(nbd, 1e-9), 0.0, 1.0)
-        m = hit * lam_m[:, None] * (window / rate + service)
+        # the prompts that reach the machine while the request's own prompt iteration runs queue
+        # behind it and run (prompts first) before its first decode iteration: they stall the
+        # decode phase like the ones arriving during it, so they count in its Poisson mean
+        m = hit * lam_m[:, None] * (self.dec[None, :] / rate + service)
         k = _poisson_quantile(m, s.z[None, :], s.zcdf[None, :], self.dec[None, :])
         backlog = np.maximum(rho_t - 1.0, 0.0)[:, None] * s.t_s[None, :]
-        # A prompt iteration delays the decode by its time less the decode iteration it replaces
-        # when it carries the decode: mix − share·τ on average. The prompts a decode meets are of
-        # random size (a stratified quantile of the workload's, averaging out as K grows): a
-        # larger one takes longer and carries fewer decodes.
-        nb_safe = np.maximum(nbd, 1e-9)
-        fits = np.clip((self.budget - self.p_other[None, :]) / nb_safe, 0.0, 1.0)
-        share_other = np.where(nbd > 0, fits, 1.0)
-        size_dev = (self.mix_other - self.mix_solo_mean)[None, :] + taud * (carried - share_other)
-        stall = np.maximum(mixd - carried * taud + size_dev / np.sqrt(np.maximum(k, 1.0)), 0.0)
-        decode = self.dec[None, :] * taud + k * stall + backlog
+        # the prompt iterations a decode meets are of random size: a stratified quantile of the
+        # workload's prompt iterations per request, averaging out as K grows
+        size_spread = (self.mix_other - self.mix_solo_mean)[None, :] / np.sqrt(np.maximum(k, 1.0))
+        per_mixed = np.maximum(mixd + size_spread, taud)
+        decode = (self.dec[None, :] - k) * taud + k * per_mixed + backlog
         e2e = ttft + decode
         tbt = decode / s.o[None, :]
         return ttft, tbt, e2e, ok, rho_p, rho_t, nbat

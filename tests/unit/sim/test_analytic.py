@@ -269,31 +269,18 @@ def test_sample_quantiles_are_stratified_within_every_size_stratum(coding: Scena
 
 
 @pytest.mark.parametrize("perf", ["analytic", "profile"])
-@pytest.mark.parametrize("budget", [512.0, 2048.0, 1e9])
-def test_baseline_budget_means_by_distinct_sizes_equal_the_mean_over_requests(
-    perf, budget, profile_csv
-) -> None:
-    # the tables are built from the distinct prompt sizes (memory independent of the request
-    # count); they must equal the mean over every request of the prompt iteration's time and of
-    # the share of the N decodes it carries: min(N, budget − p) of them fit after the prompt
+def test_baseline_mixed_means_by_distinct_sizes_equal_the_mean_over_requests(perf, profile_csv) -> None:
+    # the table is built from the distinct prompt sizes (memory independent of the request count);
+    # it must equal the mean over every request of the mixed-iteration time at each batch
     wl = make_workload("conversation", rate_rps=50, duration_s=60, seed=4)
     source = str(profile_csv) if perf == "profile" else perf
     sc = Scenario(workload=wl, model=get_model("llama2-70b"), perf=source)
     model = sc.perf_model(get_design("baseline-h100").prompt)
     p = wl.prompt_tokens.astype(np.float64)
     grid = np.linspace(0.0, 1.0, 96) ** 2 * 300.0
-    n_in = np.clip(budget - p[None, :], 0.0, grid[:, None])
-    direct = np.asarray(model.mixed_time_s(p[None, :] + n_in, n_in * 900.0)).mean(axis=1)
-    share = np.where(grid[:, None] > 0, n_in / np.maximum(grid[:, None], 1e-300), 1.0).mean(axis=1)
+    direct = np.asarray(model.mixed_time_s(p[None, :] + grid[:, None], (grid * 900.0)[:, None])).mean(axis=1)
     assert len(np.unique(p)) < len(p) / 2  # the case exercises repeated sizes
-    mix, carried = analytic._budget_means(model, p, grid, 900.0, budget)
-    np.testing.assert_allclose(mix, direct, rtol=1e-12)
-    np.testing.assert_allclose(carried, share, rtol=1e-12)
-    if budget > p.max() + grid[-1]:  # everything fits: every decode is carried
-        np.testing.assert_allclose(carried, 1.0)
-    else:  # some prompts leave no room: the share falls below one at large batches
-        assert carried[-1] < 1.0
-        assert np.all(np.diff(carried) <= 1e-12)
+    np.testing.assert_allclose(analytic._mixed_means(model, p, grid, 900.0), direct, rtol=1e-12)
 
 
 def test_resident_ramp_follows_littles_law_through_fill_and_drain() -> None:
@@ -337,16 +324,3 @@ def test_baseline_short_trace_meets_a_filling_batch() -> None:
         g = evaluate_grid(d, np.array([20]), np.array([0]), Scenario(workload=wl, model=model))
         tbt[duration] = g.slowdown["tbt_p50"][0]
     assert tbt[8.0] < tbt[120.0] - 0.02
-
-
-def test_baseline_token_budget_preempts_decodes() -> None:
-    # a smaller iteration budget leaves no room for the decodes behind a long coding prompt:
-    # they are preempted for that iteration, and decodes take longer
-    wl = make_workload("coding", rate_rps=40, duration_s=60, seed=2)
-    model = get_model("llama2-70b")
-    d = get_design("baseline-h100")
-    tbt = {}
-    for budget in (256, 16384):
-        sc = Scenario(workload=wl, model=model, sim=SimConfig(max_batch_tokens=budget))
-        tbt[budget] = evaluate_grid(d, np.array([12]), np.array([0]), sc).slowdown["tbt_p90"][0]
-    assert tbt[256] > tbt[16384] + 0.02

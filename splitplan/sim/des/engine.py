@@ -31,6 +31,12 @@ smaller of its children and the left one on ties, so its root is the *lowest-ind
 exactly what a first-to-last scan with a strict `<` returns — and results do not depend on which
 of the two is used (tests/unit/sim/test_des_per_request.py pins per-request results).
 
+An iteration start reads the requests of a congested machine's queue only where a pass needs
+them: waiting prompts and preempted decodes are counted per queue (pass 2 is skipped without
+prompts; the preempted are the queue's last entries, so pass 3 reads only them), the selected
+leave by their marked slots, and the preemption that everyone still waiting counts is one counter
+per machine (`_wait_insert`), not a write to every waiting request.
+
 Its arguments and results are spelled once, as `signature.KernelArgs` / `KernelResult`. The kernel
 polls `stop[0]` every `STOP_POLL_EVENTS` events and returns STATUS_INTERRUPTED when it is set
 (run.py sets it when the waiting main thread is interrupted; the kernel releases the GIL).
@@ -164,7 +170,10 @@ I_N_ITER = 4
 I_PAUSED = 5
 I_POOL = 6
 I_ITERS = 7
-_NI = 8
+I_WAIT_NPW = 8  # waiting prompts in the machine's queue (pass 2 is skipped when there are none)
+I_WAIT_NBLK = 9  # preempted (blocked) decodes in the queue: they are its last entries (pass 3)
+I_WAIT_CMP = 10  # iteration starts that counted a preemption for everyone waiting (see _wait_insert)
+_NI = 11
 
 
 # request state: one 64-byte record per request (index = request id), aligned to a cache line, so
@@ -215,6 +224,15 @@ def _wait_insert(wait, mint, m, r, rq, arr):
         pos -= 1
     wait[pos, m] = r
     mint[m, I_WAIT_N] = n + 1
+    # Everyone still waiting when an iteration starts counts one more preemption: rather than
+    # touching every waiting request, the machine counts those iteration starts (I_WAIT_CMP) and
+    # a waiting request holds its count less the machine's at its arrival; the count is restored
+    # when it leaves the queue (or when the simulation ends with it waiting).
+    rq[r, R_PREEMPT] -= mint[m, I_WAIT_CMP]
+    if rq[r, R_STAGE] == S_PWAIT:
+        mint[m, I_WAIT_NPW] += 1
+    if rq[r, R_BLOCKED]:
+        mint[m, I_WAIT_NBLK] += 1
 
 
 @nb.njit(cache=True)
@@ -380,14 +398,21 @@ def _start_chunked(
             _wait_insert(wait, mint, m, r, rq, arr)
     # remove the selected tasks from the queue; everyone left waiting counts a preemption
     w = 0
+    npw = 0
+    nblk = 0
     for i in range(mint[m, I_WAIT_N]):
         r = wait[i, m]
         if rq[r, R_MARK] == epoch:
+            rq[r, R_PREEMPT] += mint[m, I_WAIT_CMP]  # leaves the queue: its own count again
             continue
-        rq[r, R_PREEMPT] += 1
         wait[w, m] = r
         w += 1
+        npw += rq[r, R_STAGE] == S_PWAIT
+        nblk += rq[r, R_BLOCKED] != 0
     mint[m, I_WAIT_N] = w
+    mint[m, I_WAIT_NPW] = npw
+    mint[m, I_WAIT_NBLK] = nblk
+    mint[m, I_WAIT_CMP] += 1  # one more preemption for everyone left waiting
     npr = 0
     nd = 0
     pre = 0.0
@@ -524,6 +549,7 @@ def simulate_kernel(
     SX = 64  # transfer slots in the transfer tree (doubles when full)
     xt_v, xt_i = _tree_new(1, SX)
     newb = np.empty(max_batch, np.int32)
+    qmark = np.zeros(wait_cap + max_batch, np.int32)  # the epoch that took a queue slot (this machine)
     stats = np.zeros(3)  # chunked prefill: see _start_chunked
     # ---- transfers in flight or waiting for memory
     xf_rid = np.zeros(n, np.int64)
@@ -838,6 +864,7 @@ def simulate_kernel(
         if epoch == EPOCH_WRAP:
             for r in range(n):
                 rq[r, R_MARK] = 0
+            qmark[:] = 0
             epoch = 1
         if chunked and mint[m, I_POOL] == P_MIXED:
             status = _start_chunked(
@@ -887,10 +914,15 @@ def simulate_kernel(
         nbn = 0
         bt = 0
         memloc = mf[m, F_MEM]
+        # Every pass that takes a waiting task marks its queue slot (qmark), so the selected tasks
+        # leave the queue without reading the requests of those that stay (see the removal below).
+        n_wait = mint[m, I_WAIT_N]
+        cmp = mint[m, I_WAIT_CMP]
+        first_taken = n_wait
         # pass 1: starved tasks, in queue order
-        for i in range(mint[m, I_WAIT_N]):
+        for i in range(n_wait):
             r = wait[i, m]
-            if rq[r, R_PREEMPT] < max_preempt:
+            if rq[r, R_PREEMPT] + cmp < max_preempt:
                 break
             if nbn == max_batch:
                 break
@@ -901,6 +933,8 @@ def simulate_kernel(
                 continue
             if rq[r, R_BLOCKED]:
                 rq[r, R_MARK] = epoch
+                qmark[i] = epoch
+                first_taken = min(first_taken, i)
                 newb[nbn] = r
                 nbn += 1
                 bt += tpi
@@ -908,12 +942,14 @@ def simulate_kernel(
             need = _need(r, m, rq, rf, reserve_decode)
             if need + memloc <= capm:
                 rq[r, R_MARK] = epoch
+                qmark[i] = epoch
+                first_taken = min(first_taken, i)
                 newb[nbn] = r
                 nbn += 1
                 bt += tpi
                 memloc += need
-        # pass 2: waiting prompts, FCFS
-        for i in range(mint[m, I_WAIT_N]):
+        # pass 2: waiting prompts, FCFS (none in the queue: nothing to do)
+        for i in range(n_wait if mint[m, I_WAIT_NPW] > 0 else 0):
             r = wait[i, m]
             if rq[r, R_STAGE] != S_PWAIT:
                 continue
@@ -926,14 +962,18 @@ def simulate_kernel(
             need = _need(r, m, rq, rf, reserve_decode)
             if need + memloc <= capm:
                 rq[r, R_MARK] = epoch
+                qmark[i] = epoch
+                first_taken = min(first_taken, i)
                 newb[nbn] = r
                 nbn += 1
                 bt += rq[r, R_P]
                 memloc += need
             else:
                 break
-        # pass 3: preempted decodes
-        for i in range(mint[m, I_WAIT_N]):
+        # pass 3: preempted decodes — the queue's last entries: the queue is ordered by (key,
+        # arrival) and a preempted decode's key is its preemption count (≥ 1), every other
+        # waiting task's is 0
+        for i in range(n_wait - mint[m, I_WAIT_NBLK], n_wait):
             r = wait[i, m]
             if not rq[r, R_BLOCKED]:
                 continue
@@ -942,10 +982,13 @@ def simulate_kernel(
             if rq[r, R_MARK] == epoch:
                 continue
             rq[r, R_MARK] = epoch
+            qmark[i] = epoch
+            first_taken = min(first_taken, i)
             newb[nbn] = r
             nbn += 1
             bt += 1
-        # pass 4: the previous batch's decodes
+        # pass 4: the previous batch's decodes (only this pass takes them: n_out are left out)
+        n_out = mint[m, I_BATCH_N]
         for j in range(mint[m, I_BATCH_N]):
             r = batch[j, m]
             if nbn == max_batch or (nbn > 0 and bt + 1 > max_tokens):
@@ -956,9 +999,10 @@ def simulate_kernel(
             newb[nbn] = r
             nbn += 1
             bt += 1
+            n_out -= 1
         # pass 5: other waiting tasks in queue order (the admission steps of pass 1 are spelled out
         # again on purpose: a shared helper measured about 2x slower in the compiled loop)
-        for i in range(mint[m, I_WAIT_N]):
+        for i in range(n_wait):
             r = wait[i, m]
             if nbn == max_batch:
                 break
@@ -969,6 +1013,8 @@ def simulate_kernel(
                 break
             if rq[r, R_BLOCKED]:
                 rq[r, R_MARK] = epoch
+                qmark[i] = epoch
+                first_taken = min(first_taken, i)
                 newb[nbn] = r
                 nbn += 1
                 bt += tpi
@@ -976,36 +1022,57 @@ def simulate_kernel(
             need = _need(r, m, rq, rf, reserve_decode)
             if need + memloc <= capm:
                 rq[r, R_MARK] = epoch
+                qmark[i] = epoch
+                first_taken = min(first_taken, i)
                 newb[nbn] = r
                 nbn += 1
                 bt += tpi
                 memloc += need
             else:
                 break
-        # preempt old-batch decodes that were not kept
-        for j in range(mint[m, I_BATCH_N]):
+        # The previous batch's decodes that were not kept are preempted into the queue (their KV
+        # stays), the selected tasks leave it, and everyone left waiting counts a preemption. The
+        # queue overflowing while the preempted are added stops the run as unstable, with the
+        # selected tasks still in the queue and nobody's count raised.
+        if n_out > 0 and n_wait + n_out - 1 >= wait_cap:
+            for j in range(mint[m, I_BATCH_N]):
+                r = batch[j, m]
+                if rq[r, R_MARK] != epoch:
+                    rq[r, R_BLOCKED] = True
+                    rq[r, R_STAGE] = S_TWAIT
+                    rq[r, R_PREEMPT] += 1
+                    rq[r, R_KEY0] = rq[r, R_PREEMPT]
+                    if mint[m, I_WAIT_N] >= wait_cap:
+                        status = STATUS_UNSTABLE
+                        break
+                    _wait_insert(wait, mint, m, r, rq, arr)
+            break
+        # remove the selected tasks: only the slots from the first one taken on move
+        w = first_taken
+        for i in range(first_taken, n_wait):
+            if qmark[i] == epoch:
+                r = wait[i, m]
+                rq[r, R_PREEMPT] += cmp  # leaves the queue: its own count again
+                if rq[r, R_STAGE] == S_PWAIT:
+                    mint[m, I_WAIT_NPW] -= 1
+                if rq[r, R_BLOCKED]:
+                    mint[m, I_WAIT_NBLK] -= 1
+                continue
+            wait[w, m] = wait[i, m]
+            w += 1
+        mint[m, I_WAIT_N] = w
+        mint[m, I_WAIT_CMP] = cmp + 1  # one more preemption for everyone left waiting
+        # the preempted join the queue by (key, arrival) — where they would have had they joined
+        # before the selected left (the queue stays sorted) — and count this preemption and the
+        # one of the iteration start, like everyone waiting
+        for j in range(mint[m, I_BATCH_N] if n_out > 0 else 0):
             r = batch[j, m]
             if rq[r, R_MARK] != epoch:
                 rq[r, R_BLOCKED] = True
                 rq[r, R_STAGE] = S_TWAIT
-                rq[r, R_PREEMPT] += 1
-                rq[r, R_KEY0] = rq[r, R_PREEMPT]
-                if mint[m, I_WAIT_N] >= wait_cap:
-                    status = STATUS_UNSTABLE
-                    break
+                rq[r, R_PREEMPT] += 2
+                rq[r, R_KEY0] = rq[r, R_PREEMPT] - 1
                 _wait_insert(wait, mint, m, r, rq, arr)
-        if status != STATUS_OK:
-            break
-        # remove the selected tasks from the queue; everyone left waiting counts a preemption
-        w = 0
-        for i in range(mint[m, I_WAIT_N]):
-            r = wait[i, m]
-            if rq[r, R_MARK] == epoch:
-                continue
-            rq[r, R_PREEMPT] += 1
-            wait[w, m] = r
-            w += 1
-        mint[m, I_WAIT_N] = w
         nprompt = 0
         ctx = 0.0
         kmin = 1 << 62
@@ -1060,6 +1127,9 @@ def simulate_kernel(
             if rq[r, R_STAGE] != S_DONE:
                 status = STATUS_DEADLOCK
                 break
+    for m in range(M):  # requests still waiting: their own preemption counts
+        for i in range(mint[m, I_WAIT_N]):
+            rq[wait[i, m], R_PREEMPT] += mint[m, I_WAIT_CMP]
     busy = mf[:, F_BUSY].copy()
     iters = mint[:, I_ITERS].astype(np.int64)
     batch_time = mf[:, F_BATCH_TIME].copy()

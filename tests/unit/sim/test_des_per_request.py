@@ -38,3 +38,27 @@ def test_per_request_results_unchanged(name):
         k: want[k] for k in ("completed", "stable", "events", "pool_moves")
     }
     assert got["sha256"] == want["sha256"]
+
+
+# Runs stopped because a machine's queue overflowed (WAIT_CAPACITY lowered), the overflow arriving
+# while an iteration start preempts decodes into the queue: pinned by the event loop that touched
+# every waiting request at every iteration start (before waiting requests kept their preemption
+# counts relative to their machine's). Counts, stop and per-request results must not move.
+QUEUE_OVERFLOW = {
+    ("conversation-baseline-h100-6", 8): "7569176418c653f759ab0ceea80b6d6bd12a4f9469acd7c6b49e2162d5e38704",
+    ("coding-hh-8p1t-borrow-prompt", 8): "e1b2895752bde8d4b7007514656298edfc0b9622a51d9012edc9958dfda049b2",
+    ("conversation-aa-3p2t-memory-waits", 20): (
+        "389e25ce8e2831aceeb08ee7040e4b63712cd889e341911662543dbb388796d5"
+    ),
+}
+
+
+@pytest.mark.parametrize(("name", "capacity"), sorted(QUEUE_OVERFLOW))
+def test_runs_stopped_by_a_full_queue_unchanged(name, capacity, monkeypatch):
+    from splitplan.sim.des import run
+
+    monkeypatch.setattr(run, "WAIT_CAPACITY", capacity)
+    cfg, sc, _ = CASES[name]
+    got = digest(simulate_des(cfg(), sc()))
+    assert not got["stable"]
+    assert got["sha256"] == QUEUE_OVERFLOW[(name, capacity)]

@@ -1097,7 +1097,11 @@ class _ResidentRamp:
         """Share of the steady batch resident at iteration x of a trace `span` iterations long."""
         if self.mean <= 0.0:
             return np.zeros(np.shape(x))
-        return np.clip((self._G(x) - self._G(x - span)) / self.mean, 0.0, 1.0)
+        share = self._G(x)
+        late = x > span  # after the last arrival (G(x − span) = 0 before it)
+        if np.any(late):
+            share = share - np.where(late, self._G(x - span), 0.0)
+        return np.clip(share / self.mean, 0.0, 1.0)
 
     def over(self, x: FloatArray, d: FloatArray, span: FloatArray) -> FloatArray:
         """Mean share of the steady batch over the iterations [x, x + d]; a phase shorter than
@@ -1105,7 +1109,15 @@ class _ResidentRamp:
         if self.mean <= 0.0:
             return np.zeros(np.broadcast(x, d).shape)
         ds = np.maximum(d, 1.0)
-        area = self._H(x + ds) - self._H(x) - self._H(x + ds - span) + self._H(x - span)
+        end = x + ds
+        area = self._H(end) - self._H(x)
+        # the drain terms H(· − span) vanish for phases that end before the last arrival: only
+        # the few that outlast it pay for them
+        late = np.broadcast_to(end > span, area.shape)
+        if np.any(late):
+            e, xs, sp = (np.broadcast_to(a, area.shape)[late] for a in (end, x, span))
+            area = area.copy()
+            area[late] -= self._H(e - sp) - self._H(xs - sp)
         return np.clip(area / (ds * self.mean), 0.0, 1.0)
 
 
@@ -1166,7 +1178,10 @@ class _BaselineContext:
         taud = np.interp(nbd, self.grid, self.tau_grid)
         mixd = np.interp(nbd, self.grid, self.mix_mean)
         # a prompt waits for the running decode iteration, then runs co-batched with the decodes
-        service = np.asarray(self.perf.mixed_time_s(s.p[None, :] + nb0, nb0 * self.ctx_per_req))
+        # (the steady batch's: a few decodes more or less barely change a prompt iteration)
+        service = np.asarray(
+            self.perf.mixed_time_s(s.p[None, :] + nbat[:, None], (nbat * self.ctx_per_req)[:, None])
+        )
         ttft = wait + 0.5 * tau0 * (nb0 > 0) + service
         # decode phase: o − 1 iterations, K of them mixed (prompt arrivals during the phase)
         rate = lam_m[:, None] + np.maximum(1.0 - rho_p, 1e-9)[:, None] / taud

@@ -82,6 +82,7 @@ _BASELINE_GRID = 96  # decode-batch grid on which baseline mixed-iteration means
 _PACK_PROMPTS = 20_000  # prompts (in arrival order) packed to estimate the batching gain
 _MAX_QUEUE_LEVELS = 64  # queued prompts per machine the admission chain tracks at most (a bound)
 _QUEUE_FIRST_LATTICE = 48  # quantile levels per size in `_QueueFirst`
+_RAMP_FAR = 1e12  # iterations: beyond any trace plus decode, where H = ∫G is still linear
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +119,12 @@ class Calibration:
       jsq_sqrt·√N) (the machines' decode counts fluctuate like √N at large batches). Measured in
       the DES (prompts landing on a decode's machine during its decode phase, over λ/machines ×
       the phase), the factor is 0.54–0.67 for coding at 66–80 A100s (N ≈ 1.5–2), 0.82 for coding
-      at 30 H100s and 0.87–0.94 for conversation.
+      at 30 H100s and 0.87–0.94 for conversation. Counted only over the part of the phase
+      before the trace's last arrival it is 0.57 at N ≈ 1.6, 0.82–0.87 at N ≈ 3–4, 0.94 at
+      N ≈ 12 and 0.99–1.0 at N ≈ 40–50, and none of a machine's arrivals lands while it runs a
+      prompt (its pending tokens include that prompt): the factor stands in for both, fitted.
+      The decode batch a request meets fills and drains over the trace (Little's law before the
+      steady state, `_ResidentRamp`), which carries no constant.
     """
 
     prompt_full_slack: float = 0.72
@@ -1048,6 +1054,73 @@ def _poisson_quantile(mean: FloatArray, z: FloatArray, zcdf: FloatArray, upper: 
 # Baselines: mixed continuous batching, prompts first
 
 
+@dataclass(frozen=True, slots=True)
+class _ResidentRamp:
+    """How full a machine's decode batch is at a time of a finite trace, as a share of steady state.
+
+    Requests arrive over [0, T] and each decodes for `dec` iterations, so after x iterations the
+    batch holds λ·E[min(dec, x)] decodes per iteration's arrivals (Little's law before the steady
+    state): it fills over the first decodes' lifetimes and drains after the last arrival. With
+    G(x) = E[min(dec, x)] the batch at iteration x is (G(x) − G(x − X_T)) / E[dec] of the steady
+    batch (X_T the trace in iterations, G(< 0) = 0), and its mean over a decode phase [a, a + d]
+    is (H(a + d) − H(a) − H(a + d − X_T) + H(a − X_T)) / (d·E[dec]) with H = ∫G. Both tables come
+    from the workload's decode lengths; a trace that is long against the decodes gives ≈ 1.
+    """
+
+    knots: FloatArray  # distinct decode lengths (iterations), from 0
+    g: FloatArray  # G at the knots (exact: G is piecewise linear between them)
+    h_knots: FloatArray  # the knots and one far beyond every phase: H is linear past the last
+    h: FloatArray  # H at h_knots (exact: trapezoids of a piecewise-linear G)
+    mean: float  # E[dec] = G beyond the longest decode
+
+    @classmethod
+    def of(cls, dec_all: FloatArray) -> _ResidentRamp:
+        d = np.sort(np.asarray(dec_all, dtype=np.float64))
+        knots = np.unique(np.concatenate([[0.0], d]))
+        # G(k) = (Σ_{dec<k} dec + k·#{dec ≥ k}) / n
+        below = np.searchsorted(d, knots, side="left")
+        csum = np.concatenate([[0.0], np.cumsum(d)])
+        g = (csum[below] + knots * (len(d) - below)) / max(len(d), 1)
+        h = np.concatenate([[0.0], np.cumsum(0.5 * (g[1:] + g[:-1]) * np.diff(knots))])
+        mean = float(g[-1])
+        far = knots[-1] + _RAMP_FAR
+        return cls(knots, g, np.append(knots, far), np.append(h, h[-1] + mean * _RAMP_FAR), mean)
+
+    # np.interp clamps: G(< 0) = H(< 0) = 0 and G = E[dec] past the longest decode
+    def _G(self, x: FloatArray) -> FloatArray:
+        return np.interp(x, self.knots, self.g)
+
+    def _H(self, x: FloatArray) -> FloatArray:
+        return np.interp(x, self.h_knots, self.h)
+
+    def at(self, x: FloatArray, span: FloatArray) -> FloatArray:
+        """Share of the steady batch resident at iteration x of a trace `span` iterations long."""
+        if self.mean <= 0.0:
+            return np.zeros(np.shape(x))
+        share = self._G(x)
+        late = x > span  # after the last arrival (G(x − span) = 0 before it)
+        if np.any(late):
+            share = share - np.where(late, self._G(x - span), 0.0)
+        return np.clip(share / self.mean, 0.0, 1.0)
+
+    def over(self, x: FloatArray, d: FloatArray, span: FloatArray) -> FloatArray:
+        """Mean share of the steady batch over the iterations [x, x + d]; a phase shorter than
+        one iteration counts as one (a request of one output token meets the next iteration)."""
+        if self.mean <= 0.0:
+            return np.zeros(np.broadcast(x, d).shape)
+        ds = np.maximum(d, 1.0)
+        end = x + ds
+        area = self._H(end) - self._H(x)
+        # the drain terms H(· − span) vanish for phases that end before the last arrival: only
+        # the few that outlast it pay for them
+        late = np.broadcast_to(end > span, area.shape)
+        if np.any(late):
+            e, xs, sp = (np.broadcast_to(a, area.shape)[late] for a in (end, x, span))
+            area = area.copy()
+            area[late] -= self._H(e - sp) - self._H(xs - sp)
+        return np.clip(area / (ds * self.mean), 0.0, 1.0)
+
+
 class _BaselineContext:
     def __init__(
         self, scenario: Scenario, design: Design, sample: _Sample, cap: float, cal: Calibration
@@ -1070,6 +1143,7 @@ class _BaselineContext:
         self.mix_other = np.quantile(solo, sample.v)
         self.tau_grid = _tau(self.perf, self.grid, self.ctx_per_req)
         self.decode_capacity = self.nmax / float(self.tau_grid[-1])
+        self.ramp = _ResidentRamp.of(np.maximum(sample.o_all - 1.0, 0.0))
 
     def evaluate(self, pm: IntArray, tm: IntArray, lam: FloatArray):
         s = self.s
@@ -1087,33 +1161,46 @@ class _BaselineContext:
         pw, cond, _ = mgc_wait(lam, mix_mean, self.mix_scv, pm)
         logpw = np.log(np.maximum(pw, 1e-300))
         cond_f = np.where(ok_p, cond, 0.0)
+        rate0 = lam_m + np.maximum(1.0 - rho_p, 1e-9) / tau  # steady iterations per second
         wait = np.maximum(0.0, (logpw[:, None] - s.log1mu[None, :]) * cond_f[:, None])
         # an overloaded machine's backlog (prompts and decodes share it) grows through the trace
         fluid = (np.maximum(np.maximum(rho_p, rho_t) - 1.0, 0.0))[:, None] * s.t_s[None, :]
         wait = np.where(ok_p[:, None], wait, 0.0) + np.where(ok[:, None], 0.0, fluid)
+        # The trace is finite: a machine's decode batch fills over the first decodes' lifetimes and
+        # drains after the last arrival. Each request meets the batch of its own time: on arrival
+        # (its prompt's iteration) and on average over its decode phase, in iterations of the
+        # steady state (rate0 per second) from the trace start.
+        span = (self.s.duration_s * rate0)[:, None]
+        x0 = s.t_s[None, :] * rate0[:, None]
+        nb0 = nbat[:, None] * self.ramp.at(x0, span)
+        nbd = nbat[:, None] * self.ramp.over(x0, self.dec[None, :], span)
+        tau0 = np.interp(nb0, self.grid, self.tau_grid)
+        taud = np.interp(nbd, self.grid, self.tau_grid)
+        mixd = np.interp(nbd, self.grid, self.mix_mean)
         # a prompt waits for the running decode iteration, then runs co-batched with the decodes
+        # (the steady batch's: a few decodes more or less barely change a prompt iteration)
         service = np.asarray(
             self.perf.mixed_time_s(s.p[None, :] + nbat[:, None], (nbat * self.ctx_per_req)[:, None])
         )
-        ttft = wait + 0.5 * tau[:, None] * (nbat > 0)[:, None] + service
+        ttft = wait + 0.5 * tau0 * (nb0 > 0) + service
         # decode phase: o − 1 iterations, K of them mixed (prompt arrivals during the phase)
-        rate = lam_m + np.maximum(1.0 - rho_p, 1e-9) / tau
+        rate = lam_m[:, None] + np.maximum(1.0 - rho_p, 1e-9)[:, None] / taud
         # join-the-shortest-queue sends a prompt to the machine with the fewest pending tokens,
         # i.e. the fewest decodes: a prompt lands where about `spread` decodes fewer than the
         # average reside, so a given decode is interrupted less often than λ/machines
-        spread = np.maximum(self.cal.baseline_jsq_spread, self.cal.baseline_jsq_sqrt * np.sqrt(nbat))
-        hit = np.clip(1.0 - spread / np.maximum(nbat, 1e-9), 0.0, 1.0)
+        spread = np.maximum(self.cal.baseline_jsq_spread, self.cal.baseline_jsq_sqrt * np.sqrt(nbd))
+        hit = np.clip(1.0 - spread / np.maximum(nbd, 1e-9), 0.0, 1.0)
         # the prompts that reach the machine while the request's own prompt iteration runs queue
         # behind it and run (prompts first) before its first decode iteration: they stall the
         # decode phase like the ones arriving during it, so they count in its Poisson mean
-        m = (hit * lam_m)[:, None] * (self.dec[None, :] / rate[:, None] + service)
+        m = hit * lam_m[:, None] * (self.dec[None, :] / rate + service)
         k = _poisson_quantile(m, s.z[None, :], s.zcdf[None, :], self.dec[None, :])
         backlog = np.maximum(rho_t - 1.0, 0.0)[:, None] * s.t_s[None, :]
         # the prompt iterations a decode meets are of random size: a stratified quantile of the
         # workload's prompt iterations per request, averaging out as K grows
-        spread = (self.mix_other - self.mix_solo_mean)[None, :] / np.sqrt(np.maximum(k, 1.0))
-        per_mixed = np.maximum(mix_mean[:, None] + spread, tau[:, None])
-        decode = (self.dec[None, :] - k) * tau[:, None] + k * per_mixed + backlog
+        size_spread = (self.mix_other - self.mix_solo_mean)[None, :] / np.sqrt(np.maximum(k, 1.0))
+        per_mixed = np.maximum(mixd + size_spread, taud)
+        decode = (self.dec[None, :] - k) * taud + k * per_mixed + backlog
         e2e = ttft + decode
         tbt = decode / s.o[None, :]
         return ttft, tbt, e2e, ok, rho_p, rho_t, nbat

@@ -281,3 +281,46 @@ def test_baseline_mixed_means_by_distinct_sizes_equal_the_mean_over_requests(per
     direct = np.asarray(model.mixed_time_s(p[None, :] + grid[:, None], (grid * 900.0)[:, None])).mean(axis=1)
     assert len(np.unique(p)) < len(p) / 2  # the case exercises repeated sizes
     np.testing.assert_allclose(analytic._mixed_means(model, p, grid, 900.0), direct, rtol=1e-12)
+
+
+def test_resident_ramp_follows_littles_law_through_fill_and_drain() -> None:
+    # fluid arrivals at rate 1 per iteration over [0, span], each resident for `dec` iterations:
+    # the batch at x is ∫ 1{a ≤ x < a + dec} da averaged over the decode lengths; the steady
+    # batch is E[dec]
+    rng = np.random.default_rng(3)
+    dec = np.floor(rng.exponential(40.0, 400))
+    ramp = analytic._ResidentRamp.of(dec)
+    span = 500.0
+    a = np.linspace(0.0, span, 20_001)
+    da = a[1] - a[0]
+
+    def batch(x: float) -> float:
+        inside = (a[None, :] <= x) & (a[None, :] + dec[:, None] > x)
+        return float(inside.sum(axis=1).mean() * da)
+
+    xs = np.array([0.0, 5.0, 30.0, 120.0, 300.0, 499.0, 520.0, 600.0, 2000.0])
+    want = np.array([batch(x) for x in xs]) / dec.mean()
+    np.testing.assert_allclose(ramp.at(xs, np.full(len(xs), span)), want, atol=2e-3)
+    assert ramp.at(np.array([0.0]), np.array([span]))[0] == 0.0  # empty at the start
+    assert ramp.at(np.array([300.0]), np.array([span]))[0] > 0.99  # steady in the middle
+    assert ramp.at(np.array([span + dec.max() + 1]), np.array([span]))[0] == 0.0  # drained
+    # the mean over a decode phase is the mean of `at` over its iterations
+    # (a phase under one iteration counts as one)
+    for x, d in ((0.0, 80.0), (20.0, 5.0), (450.0, 200.0), (100.0, 0.0)):
+        u = np.linspace(x, x + max(d, 1.0), 4001)
+        direct = ramp.at(u, np.full(len(u), span)).mean()
+        got = ramp.over(np.array([x]), np.array([d]), np.array([span]))[0]
+        assert got == pytest.approx(direct, abs=2e-3)
+
+
+def test_baseline_short_trace_meets_a_filling_batch() -> None:
+    # conversation decodes on Llama2-70B last seconds: a trace of a few seconds never fills the
+    # decode batches, so its requests decode faster than the same rate over two minutes
+    model = get_model("llama2-70b")
+    d = get_design("baseline-h100")
+    tbt = {}
+    for duration in (8.0, 120.0):
+        wl = make_workload("conversation", rate_rps=60, duration_s=duration, seed=1)
+        g = evaluate_grid(d, np.array([20]), np.array([0]), Scenario(workload=wl, model=model))
+        tbt[duration] = g.slowdown["tbt_p50"][0]
+    assert tbt[8.0] < tbt[120.0] - 0.02

@@ -612,16 +612,18 @@ class _SplitContext:
         c = P[:, None]
         last = c * (self.fit_level[None, :] + 2.0) - 1.0  # ⌊(n − c)/c⌋ ≤ its level
         over_i = n_seen >= last + 1.0
-        ahead = np.maximum(n_seen - c, 0.0)
+        # only the requests that meet c or more prompts wait (computed for those alone)
+        rows, cols = np.nonzero(n_seen >= c)
+        ahead = n_seen[rows, cols] - P[rows]
         r = 1.0 / np.sqrt(ahead + 1.0)  # k = ahead + 1 gaps: 1 − 1/(9k) + z/(3√k), cubed
-        x = np.maximum(1.0 - r * r / 9.0 + s.z[None, :] * r / 3.0, 0.0)
+        x = np.maximum(1.0 - r * r / 9.0 + s.z[cols] * r / 3.0, 0.0)
         # the work ahead: the least-loaded machine's queue of ahead / c prompts, its first one a
         # mean service and the rest packed (`queue_packed`), after a residual service over c
-        per = ahead / c
-        first = np.minimum(per, 1.0) * es[:, None]
+        per = ahead / P[rows]
+        first = np.minimum(per, 1.0) * es[rows]
         rest = np.interp(np.maximum(per - 1.0, 0.0), self.queue_levels, self.queue_packed)
-        wait = ((es / P)[:, None] * 0.5 * (1.0 + self.scv) + first + rest) * (x * x * x)
-        wait = np.where(n_seen >= c, wait, 0.0)
+        wait = np.zeros(n_seen.shape)
+        wait[rows, cols] = ((es / P)[rows] * 0.5 * (1.0 + self.scv) + first + rest) * (x * x * x)
         return es, offered, excess, overflow, wait, over_i
 
     def evaluate(self, pm: IntArray, tm: IntArray, lam: FloatArray):

@@ -236,6 +236,23 @@ def _wait_insert(wait, mint, m, r, rq, arr):
 
 
 @nb.njit(cache=True)
+def _preempt_unkept(m, epoch, wait_cap, wait, batch, mint, rq, arr):
+    # machine m's previous-batch decodes that the new iteration did not take join its queue as
+    # preempted (their KV stays), each counting a preemption; a full queue stops the run
+    for j in range(mint[m, I_BATCH_N]):
+        r = batch[j, m]
+        if rq[r, R_MARK] != epoch:
+            rq[r, R_BLOCKED] = True
+            rq[r, R_STAGE] = S_TWAIT
+            rq[r, R_PREEMPT] += 1
+            rq[r, R_KEY0] = rq[r, R_PREEMPT]
+            if mint[m, I_WAIT_N] >= wait_cap:
+                return STATUS_UNSTABLE
+            _wait_insert(wait, mint, m, r, rq, arr)
+    return STATUS_OK
+
+
+@nb.njit(cache=True)
 def _decode_done(r, m, t, rq, rf, mf, arr, e2e):
     # request r's last token on machine m at time t: its E2E, and its prompt and decode KV freed
     e2e[r] = t - arr[r]
@@ -386,16 +403,8 @@ def _start_chunked(
                     ct += piece
                     memloc += need
     # the previous batch's decodes that were not kept are preempted (their KV stays)
-    for j in range(mint[m, I_BATCH_N]):
-        r = batch[j, m]
-        if rq[r, R_MARK] != epoch:
-            rq[r, R_BLOCKED] = True
-            rq[r, R_STAGE] = S_TWAIT
-            rq[r, R_PREEMPT] += 1
-            rq[r, R_KEY0] = rq[r, R_PREEMPT]
-            if mint[m, I_WAIT_N] >= wait_cap:
-                return STATUS_UNSTABLE
-            _wait_insert(wait, mint, m, r, rq, arr)
+    if _preempt_unkept(m, epoch, wait_cap, wait, batch, mint, rq, arr) != STATUS_OK:
+        return STATUS_UNSTABLE
     # remove the selected tasks from the queue; everyone left waiting counts a preemption
     w = 0
     npw = 0
@@ -1035,17 +1044,7 @@ def simulate_kernel(
         # queue overflowing while the preempted are added stops the run as unstable, with the
         # selected tasks still in the queue and nobody's count raised.
         if n_out > 0 and n_wait + n_out - 1 >= wait_cap:
-            for j in range(mint[m, I_BATCH_N]):
-                r = batch[j, m]
-                if rq[r, R_MARK] != epoch:
-                    rq[r, R_BLOCKED] = True
-                    rq[r, R_STAGE] = S_TWAIT
-                    rq[r, R_PREEMPT] += 1
-                    rq[r, R_KEY0] = rq[r, R_PREEMPT]
-                    if mint[m, I_WAIT_N] >= wait_cap:
-                        status = STATUS_UNSTABLE
-                        break
-                    _wait_insert(wait, mint, m, r, rq, arr)
+            status = _preempt_unkept(m, epoch, wait_cap, wait, batch, mint, rq, arr)
             break
         # remove the selected tasks: only the slots from the first one taken on move
         w = first_taken

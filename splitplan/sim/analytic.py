@@ -804,11 +804,11 @@ class _BoundedCache:
         self.kept += len(value)
 
 
-_LOG_ADMITS = _BoundedCache(1 << 22)
-# between c and 2c prompts the admission products are followed in straight pieces of log(L) within
-# this much (a 0.1 % relative error of a state's weight), in at most this many pieces
+_LOG_ADMITS = _BoundedCache(1 << 22)  # 32 MB of admission products over every pool size seen
+# between c and 2c prompts the log of the admission products (L) is followed in straight pieces
+# within this much (0.01 % of a state's weight), in at most this many pieces
 _ADMIT_LOG_TOLERANCE = 1e-4
-_ADMIT_RUNS_MAX = 64  # 32 MB of admission products over every pool size seen
+_ADMIT_RUNS_MAX = 64
 
 
 def _log_geometric(log_g: FloatArray, k: FloatArray) -> FloatArray:

@@ -1,7 +1,7 @@
 """Fleet scale: DES wall time and cost per event as rate and fleet grow together; evaluator points/s.
 
     python tests/benchmarks/bench_scale.py [--repeat 3] [--skip-des] [--skip-evaluator]
-        [--max-rate 14000] [--points 20000] [--baseline]
+        [--max-rate 14000] [--points 20000] [--baseline] [--congested]
 
 DES table: the coding preset (Llama2-70B, analytic performance model, 120 s, seed 0) at 70 req/s
 per 20 machines — 70/20, 700/200, 7,000/2,000, 14,000/4,000 — on Splitwise-HH with 70 % prompt
@@ -9,6 +9,11 @@ machines (with --baseline also on Baseline-H100). Prints medians over the repeat
 wall time (`sim_wall_s`) and CPU time (`extra["sim_cpu_s"]`, the thread that ran it: on a shared
 machine it is the steadier figure), the kernel's events, ns per event (CPU / events) and its ratio
 to the smallest fleet's (target: within 2× at 2,000 machines).
+
+With --congested also a table of congested fleets, the runs a fleet-scale search makes most: the
+default `splitplan search` scenario at 3,000 req/s on Splitwise-HH with 364 machines split as the
+search probes them — 344P+19T and 325P+39T (token pools congested: hundreds of decodes waiting per
+machine; both fail the SLOs) beside 333P+31T (the answer, passes).
 
 Evaluator table: `evaluate_grid` points per second on square grids 39×39, 300×300 and
 1500×1500 (Splitwise-HH, coding, 70 req/s). The larger grids are timed on a uniform random subset
@@ -76,6 +81,29 @@ def des_table(repeat: int, max_rate: float, baseline: bool) -> None:
             )
 
 
+CONGESTED = ((344, 19), (325, 39), (333, 31))
+
+
+def congested_table(repeat: int) -> None:
+    from splitplan.api._simulate import WorkloadRequest, build_scenario
+
+    sc = build_scenario(workload=WorkloadRequest(rate_rps=3000.0))
+    design = get_design("splitwise-hh")
+    n = sc.workload.n
+    print(f"DES, congested fleets: default scenario at 3,000 req/s ({n:,} requests), median of {repeat}")
+    print(f"{'config':>9s} {'meets':>6s} {'cpu s':>8s} {'events':>10s} {'ns/event':>9s} {'preemptions':>12s}")
+    for n_p, n_t in CONGESTED:
+        cfg = ClusterConfig(design=design, prompt_machines=n_p, token_machines=n_t)
+        runs = [simulate_des(cfg, sc) for _ in range(repeat)]
+        cpu = statistics.median(r.extra["sim_cpu_s"] for r in runs)
+        events = runs[0].extra["events"]
+        preempt = int(runs[0].per_request.preemptions.sum())
+        print(
+            f"{f'{n_p}P+{n_t}T':>9s} {runs[0].meets_slo!s:>6s} {cpu:8.3f} {events:10.0f} "
+            f"{cpu / events * 1e9:9.1f} {preempt:12,d}"
+        )
+
+
 def evaluator_table(repeat: int, points: int) -> None:
     wl = make_workload("coding", rate_rps=70, duration_s=120, seed=0)
     sc = Scenario(workload=wl, model=get_model("llama2-70b"))
@@ -108,9 +136,12 @@ def main() -> None:
     ap.add_argument("--baseline", action="store_true", help="also time Baseline-H100 in the DES table")
     ap.add_argument("--skip-des", action="store_true")
     ap.add_argument("--skip-evaluator", action="store_true")
+    ap.add_argument("--congested", action="store_true", help="also time the congested fleets' table")
     args = ap.parse_args()
     if not args.skip_des:
         des_table(args.repeat, args.max_rate, args.baseline)
+        if args.congested:
+            congested_table(args.repeat)
     if not args.skip_evaluator:
         evaluator_table(args.repeat, args.points)
 

@@ -70,7 +70,7 @@ def _files(tmp: Path) -> dict[str, Path]:
     w("binary.csv", b"\xff\xfe\x00\x81bad\x00\xc3")
     w(
         "latin1.csv",
-        "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,10,r\xe9\n".encode("latin-1"),
+        (",".join(AZURE_COLUMNS) + "\n2024-03-05 09:41:12,10,r\xe9\n").encode("latin-1"),
     )
     w("empty.toml", "")
     w("empty.csv", "")
@@ -136,7 +136,7 @@ def _files(tmp: Path) -> dict[str, Path]:
         "backwards": ref + "0,2,0,5.0,1,10,10\n1,2,0,1.0,1,10,10\n",
         "short_row": ref + "0,2,0,0.0,1,10\n",
         "azure_bad_time": az + "yesterday,10,10\n",
-        "azure_neg": az + "2023-11-16 18:15:46,10,-1\n",
+        "azure_neg": az + "2024-03-05 09:41:12,10,-1\n",
     }
     for k, v in traces.items():
         f[f"trace_{k}"] = w(f"trace_{k}.csv", v)

@@ -95,15 +95,15 @@ def test_stats_table_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 def test_convert_azure_to_reference(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "az.csv"
     src.write_text(
-        ",".join(AZURE_COLUMNS) + "\n2023-11-16 18:17:03.9799600,4808,10\n"
-        "2023-11-16 18:17:04.0319600,3180,8\n"
+        ",".join(AZURE_COLUMNS) + "\n2024-03-05 09:41:12.1234500,2201,17\n"
+        "2024-03-05 09:41:12.1754500,1630,9\n"
     )
     out = tmp_path / "ref.csv"
     doc = _json(capsys, ["trace", "convert", str(src), str(out), "--json"])
     assert doc["requests"] == 2
     lines = out.read_text().splitlines()
     assert lines[0] == ",".join(REFERENCE_COLUMNS)
-    assert lines[1].split(",") == ["0", "2", "0", "0", "1", "4808", "10"]
+    assert lines[1].split(",") == ["0", "2", "0", "0", "1", "2201", "17"]
     np.testing.assert_allclose(read_trace(out).arrival_s, [0.0, 0.052])
 
 

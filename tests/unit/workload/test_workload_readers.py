@@ -34,12 +34,12 @@ def test_reference_format(tmp_path: Path) -> None:
 def test_azure_format_relative_seconds(tmp_path: Path) -> None:
     p = _write(
         tmp_path,
-        f"{AZ_HEADER}\n2023-11-16 18:17:03.9799600,4808,10\n"
-        "2023-11-16 18:17:04.0319600,3180,8\n2023-11-16 18:18:04,5,1\n",
+        f"{AZ_HEADER}\n2024-03-05 09:41:12.1234500,2201,17\n"
+        "2024-03-05 09:41:12.1754500,1630,9\n2024-03-05 09:42:12,5,1\n",
     )
     wl = read_trace(p)
-    np.testing.assert_allclose(wl.arrival_s, [0.0, 0.052, 60.02004], atol=1e-9)
-    np.testing.assert_array_equal(wl.prompt_tokens, [4808, 3180, 5])
+    np.testing.assert_allclose(wl.arrival_s, [0.0, 0.052, 59.87655], atol=1e-9)
+    np.testing.assert_array_equal(wl.prompt_tokens, [2201, 1630, 5])
     assert wl.meta["format"] == "azure"
 
 

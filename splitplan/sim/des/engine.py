@@ -236,6 +236,18 @@ def _wait_insert(wait, mint, m, r, rq, arr):
 
 
 @nb.njit(cache=True)
+def _to_pool(m, pool, mint, mf, pt_v, pt_i, mt_v, mt_i, S, S2):
+    # machine m leaves its pool's scheduler trees (pending tokens, committed memory) for `pool`'s:
+    # borrowed into the mixed pool, or back to its own when idle
+    old = mint[m, I_POOL]
+    _tree_set(pt_v, pt_i, old * S2, S, m, INF)
+    _tree_set(mt_v, mt_i, old * S2, S, m, INF)
+    mint[m, I_POOL] = pool
+    _tree_set(pt_v, pt_i, pool * S2, S, m, mf[m, F_SCHED_PEND])
+    _tree_set(mt_v, mt_i, pool * S2, S, m, mf[m, F_SCHED_MEM])
+
+
+@nb.njit(cache=True)
 def _preempt_unkept(m, epoch, wait_cap, wait, batch, mint, rq, arr):
     # machine m's previous-batch decodes that the new iteration did not take join its queue as
     # preempted (their KV stays), each counting a preemption; a full queue stops the run
@@ -706,11 +718,7 @@ def simulate_kernel(
                     mf[m, F_RUN_END] = INF
                     _tree_set(rt_v, rt_i, 0, S, m, INF)
                     if mint[m, I_POOL] == P_MIXED and tag[m] != P_MIXED:
-                        _tree_set(pt_v, pt_i, P_MIXED * S2, S, m, INF)
-                        _tree_set(mt_v, mt_i, P_MIXED * S2, S, m, INF)
-                        mint[m, I_POOL] = tag[m]
-                        _tree_set(pt_v, pt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_PEND])
-                        _tree_set(mt_v, mt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_MEM])
+                        _to_pool(m, tag[m], mint, mf, pt_v, pt_i, mt_v, mt_i, S, S2)
                     continue
                 d = _iteration_time(cls[m], keep, keep, 0, ctx, ptab, ttab, tctx, mtab, mctx)
                 mf[m, F_DUR] = d
@@ -804,21 +812,13 @@ def simulate_kernel(
                 if a < 0:
                     best = _pool_min(pt_v, pt_i, P_TOKEN, S)
                     if best >= 0:
-                        _tree_set(pt_v, pt_i, P_TOKEN * S2, S, best, INF)
-                        _tree_set(mt_v, mt_i, P_TOKEN * S2, S, best, INF)
-                        mint[best, I_POOL] = P_MIXED
-                        _tree_set(pt_v, pt_i, P_MIXED * S2, S, best, mf[best, F_SCHED_PEND])
-                        _tree_set(mt_v, mt_i, P_MIXED * S2, S, best, mf[best, F_SCHED_MEM])
+                        _to_pool(best, P_MIXED, mint, mf, pt_v, pt_i, mt_v, mt_i, S, S2)
                         pool_moves += 1
                         a = best
                 if b < 0:
                     best = _pool_min(mt_v, mt_i, P_PROMPT, S)
                     if best >= 0:
-                        _tree_set(pt_v, pt_i, P_PROMPT * S2, S, best, INF)
-                        _tree_set(mt_v, mt_i, P_PROMPT * S2, S, best, INF)
-                        mint[best, I_POOL] = P_MIXED
-                        _tree_set(pt_v, pt_i, P_MIXED * S2, S, best, mf[best, F_SCHED_PEND])
-                        _tree_set(mt_v, mt_i, P_MIXED * S2, S, best, mf[best, F_SCHED_MEM])
+                        _to_pool(best, P_MIXED, mint, mf, pt_v, pt_i, mt_v, mt_i, S, S2)
                         pool_moves += 1
                         b = best
                 if a < 0 or b < 0:
@@ -912,11 +912,7 @@ def simulate_kernel(
                 and mint[m, I_POOL] == P_MIXED
                 and tag[m] != P_MIXED
             ):
-                _tree_set(pt_v, pt_i, P_MIXED * S2, S, m, INF)
-                _tree_set(mt_v, mt_i, P_MIXED * S2, S, m, INF)
-                mint[m, I_POOL] = tag[m]
-                _tree_set(pt_v, pt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_PEND])
-                _tree_set(mt_v, mt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_MEM])
+                _to_pool(m, tag[m], mint, mf, pt_v, pt_i, mt_v, mt_i, S, S2)
             continue
         c = cls[m]
         capm = cap[c]
@@ -1107,11 +1103,7 @@ def simulate_kernel(
             mf[m, F_RUN_END] = INF
             _tree_set(rt_v, rt_i, 0, S, m, INF)
             if mint[m, I_WAIT_N] == 0 and mint[m, I_POOL] == P_MIXED and tag[m] != P_MIXED:
-                _tree_set(pt_v, pt_i, P_MIXED * S2, S, m, INF)
-                _tree_set(mt_v, mt_i, P_MIXED * S2, S, m, INF)
-                mint[m, I_POOL] = tag[m]
-                _tree_set(pt_v, pt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_PEND])
-                _tree_set(mt_v, mt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_MEM])
+                _to_pool(m, tag[m], mint, mf, pt_v, pt_i, mt_v, mt_i, S, S2)
             continue
         d = _iteration_time(c, bt, nbn - nprompt, nprompt, ctx, ptab, ttab, tctx, mtab, mctx)
         kk = 1 if nprompt > 0 else kmin

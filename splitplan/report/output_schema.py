@@ -29,7 +29,7 @@ from splitplan.search.result import POINT_COLUMNS
 from splitplan.sim.result import RequestMetrics
 from splitplan.slo import LATENCY_COLUMNS, SLO_KEYS
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"  # 3: search points gained des_stopped
 METADATA_KEY = "splitplan"
 KINDS: tuple[str, ...] = ("search-points", "heatmap", "requests")
 # margins at or below this are how an unbounded (unstable) margin is carried in memory; stored null
@@ -82,7 +82,7 @@ _SEARCH_INT = (
     "prompt_tp",
     "token_tp",
 )
-_SEARCH_BOOL = ("within_budget", "meets_slo")
+_SEARCH_BOOL = ("within_budget", "meets_slo", "des_stopped")
 _SEARCH_STR = (
     "design",
     "prompt_gpu",
@@ -117,7 +117,9 @@ _DESCRIPTIONS = {
     "prompt_machine": "index of the prompt instance that served the request",
     "token_machine": "index of the token instance that served the request",
     "margin": "SLO headroom of the binding SLO; null when it has no finite value (unstable in the DES)",
-    "des_margin": "DES SLO headroom; null when not simulated or unbounded (unstable)",
+    "des_margin": "DES SLO headroom; null when not simulated, unbounded (unstable) or des_stopped",
+    "des_stopped": "true: the DES run stopped once binding_slo was certain to exceed twice its limit "
+    "(a large search needs no more of a clear failure); des_margin and the percentiles are null",
     "analytic_margin": "analytic-screen SLO headroom; null when not screened",
     **{
         col: f"{key} latency percentile over requests (DES where simulated, else the screen); null "

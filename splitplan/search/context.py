@@ -95,12 +95,19 @@ class SearchContext:
             self.screens[key] = self.evaluator.screen(sg.design, sg.p, sg.t, 1.0)
         return self.screens[key]
 
-    def cached(self, space: str) -> CachedEvaluator:
-        """The evaluator a task of `space` uses: known verdicts served, new ones recorded."""
+    def cached(self, space: str, stop_below_headroom: float | None = None) -> CachedEvaluator:
+        """The evaluator a task of `space` uses: known verdicts served, new ones recorded; DES runs
+        stop once certain to fail below `stop_below_headroom` (None: they run to the end)."""
         known = self.store.snapshot(space + "|")
         # in-process, each verdict is persisted the moment it exists; workers report per task
         sink = self.record if self.runner.in_process else None
-        return CachedEvaluator(inner=self.evaluator, space=space, known=known, sink=sink)
+        return CachedEvaluator(
+            inner=self.evaluator,
+            space=space,
+            known=known,
+            sink=sink,
+            stop_below_headroom=stop_below_headroom,
+        )
 
     def record(self, key: PointKey, d: Decision) -> None:
         if key in self.recorded:
@@ -154,12 +161,13 @@ def ledger_record(key: PointKey, d: Decision, rate_rps: float) -> PointRecord:
         cost_usd_per_h=None,
         power_kw=None,
         within_budget=None,
-        des_margin=d.margin,
+        des_margin=d.measured_margin,
         meets_slo=d.meets,
         decided_by=DecidedBy.DES,
         binding_slo=d.binding,
         slowdown=dict(d.slowdown),
         latency_s=dict(d.latency_s),
+        des_stopped=not d.complete,
     )
 
 

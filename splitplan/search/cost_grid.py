@@ -251,7 +251,7 @@ def _finish(ctx: SearchContext, st: _GridState) -> tuple[DesignResult, list[Poin
                 rate_rps=pb.rate_rps,
                 within_budget=bool(sg.within_budget[i]),
                 analytic_margin=float(margin[i]),
-                des_margin=d.margin if d is not None else math.nan,
+                des_margin=d.measured_margin if d is not None else math.nan,
                 meets=bool(meets[i]),
                 decided_by=by,
                 binding=_binding_of(d, st.screen, i, by),
@@ -285,7 +285,13 @@ def _solve_frontier(
     ctx: SearchContext, spaces: list[DesignSpace]
 ) -> list[tuple[DesignResult, list[PointRecord]]]:
     """The frontier strategy (search.frontier) for every space at once, round by round."""
-    from splitplan.search.frontier import FrontierState, KeyOf, screen_first_passing, walk_column
+    from splitplan.search.frontier import (
+        STOP_BELOW_HEADROOM,
+        FrontierState,
+        KeyOf,
+        screen_first_passing,
+        walk_column,
+    )
 
     if not spaces:
         return []
@@ -315,7 +321,8 @@ def _solve_frontier(
     work = [(st, col) for st in states for col in st.seeds()]
     while work:
         tasks: list[tuple[Any, ...]] = [
-            (walk_column, ctx.cached(st.space.name), st.design, c, 1.0, st.baseline) for st, c in work
+            (walk_column, ctx.cached(st.space.name, STOP_BELOW_HEADROOM), st.design, c, 1.0, st.baseline)
+            for st, c in work
         ]
         for (st, c), (low, up, seen, _fresh) in zip(
             work, ctx.map(call, tasks, lambda res: res[3]), strict=True
@@ -343,7 +350,9 @@ def _solve_frontier(
         for st in states:
             pts = todo.get(id(st), [])
             for block in chunks(pts, max(1, math.ceil(len(pts) / per_chunk))):
-                g_tasks.append((decide_points, ctx.cached(st.space.name), st.design, block, 1.0))
+                g_tasks.append(
+                    (decide_points, ctx.cached(st.space.name, STOP_BELOW_HEADROOM), st.design, block, 1.0)
+                )
                 owners.append(st)
         for st, (seen, _fresh) in zip(owners, ctx.map(call, g_tasks, lambda res: res[1]), strict=True):
             st.decided.update(seen)
@@ -365,12 +374,13 @@ def _finish_frontier(ctx: SearchContext, st: Any) -> tuple[DesignResult, list[Po
                 token=t,
                 rate_rps=pb.rate_rps,
                 within_budget=st.keys.key(p, t) is not None,
-                des_margin=d.margin,
+                des_margin=d.measured_margin,
                 meets=d.meets,
                 decided_by=DecidedBy.DES,
                 binding=d.binding,
                 slowdown=d.slowdown,
                 latency_s=d.latency_s,
+                des_stopped=not d.complete,
             )
         )
     best, _key = st.best()

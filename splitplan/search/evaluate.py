@@ -60,10 +60,18 @@ class Decision:
     """A DES verdict on one configuration at one rate factor."""
 
     meets: bool
-    margin: float  # −inf when unstable
+    margin: float  # −inf when unstable; an upper bound when not `complete`
     binding: str
     slowdown: dict[str, float] = field(default_factory=dict)
     latency_s: dict[str, float] = field(default_factory=dict)  # SLO key → seconds (when simulated)
+    # False: the run stopped once `binding` was certain to fail with a headroom below `margin`
+    # (`decide(stop_below_headroom=…)`); its percentiles are NaN
+    complete: bool = True
+
+    @property
+    def measured_margin(self) -> float:
+        """The margin as measured: NaN for a run stopped early (only a bound is known)."""
+        return self.margin if self.complete else math.nan
 
 
 class Evaluator(Protocol):
@@ -71,14 +79,24 @@ class Evaluator(Protocol):
 
     - `screen` is cheap and vectorized: `prompt`, `token` are (n,) machine counts (token = 0 for
       baselines), `rate_scale` a float or an (n,) array of rate factors.
-    - `decide` is the expensive exact check of one configuration (the DES).
+    - `decide` is the expensive exact check of one configuration (the DES). With
+      `stop_below_headroom` h it may stop once some SLO is certain to end with a headroom below h
+      (sim.des.simulate_des): a failing Decision that is not `complete`, its margin h.
     """
 
     def screen(
         self, design: Design, prompt: IntArray, token: IntArray, rate_scale: float | FloatArray = 1.0
     ) -> Screen: ...
 
-    def decide(self, design: Design, prompt: int, token: int, rate_scale: float = 1.0) -> Decision: ...
+    def decide(
+        self,
+        design: Design,
+        prompt: int,
+        token: int,
+        rate_scale: float = 1.0,
+        *,
+        stop_below_headroom: float | None = None,
+    ) -> Decision: ...
 
 
 def config_for(design: Design, prompt: int, token: int) -> ClusterConfig:
@@ -123,10 +141,22 @@ class SimEvaluator:
         latency = {k: np.asarray(batch.latency_s[k], dtype=np.float64) for k in SLO_KEYS}
         return Screen(margin=margin, slowdown=slowdown, binding=binding, latency_s=latency)
 
-    def decide(self, design: Design, prompt: int, token: int, rate_scale: float = 1.0) -> Decision:
+    def decide(
+        self,
+        design: Design,
+        prompt: int,
+        token: int,
+        rate_scale: float = 1.0,
+        *,
+        stop_below_headroom: float | None = None,
+    ) -> Decision:
         from splitplan.sim.des import simulate_des
 
-        res = simulate_des(config_for(design, prompt, token), self._at(float(rate_scale)))
+        res = simulate_des(
+            config_for(design, prompt, token),
+            self._at(float(rate_scale)),
+            stop_below_headroom=stop_below_headroom,
+        )
         margin = float(res.verdict.headroom) if res.stable else -math.inf
         return Decision(
             meets=bool(res.meets_slo),
@@ -134,6 +164,7 @@ class SimEvaluator:
             binding=res.verdict.binding,
             slowdown={k: float(res.slowdown[k]) for k in SLO_KEYS},
             latency_s={k: float(res.latency_s[k]) for k in SLO_KEYS},
+            complete=not res.extra.get("stopped_failing", 0.0),
         )
 
 
@@ -193,7 +224,16 @@ class ScreenVerdicts:
                 memo[pt] = (i, scr)
         return scr
 
-    def decide(self, design: Design, prompt: int, token: int, rate_scale: float = 1.0) -> Decision:
+    def decide(
+        self,
+        design: Design,
+        prompt: int,
+        token: int,
+        rate_scale: float = 1.0,
+        *,
+        stop_below_headroom: float | None = None,
+    ) -> Decision:
+        # a forecast counts the runs whatever they stop at: the screen's verdict, run to the end
         self.calls += 1
         if not self.verdicts:
             return Decision(meets=True, margin=math.inf, binding="")
@@ -231,8 +271,16 @@ class ReplayedScreens:
         hit = self.screens.get(screen_call_key(design, np.asarray(prompt), np.asarray(token), rate_scale))
         return hit if hit is not None else self.inner.screen(design, prompt, token, rate_scale)
 
-    def decide(self, design: Design, prompt: int, token: int, rate_scale: float = 1.0) -> Decision:
-        return self.inner.decide(design, prompt, token, rate_scale)
+    def decide(
+        self,
+        design: Design,
+        prompt: int,
+        token: int,
+        rate_scale: float = 1.0,
+        *,
+        stop_below_headroom: float | None = None,
+    ) -> Decision:
+        return self.inner.decide(design, prompt, token, rate_scale, stop_below_headroom=stop_below_headroom)
 
     def __reduce__(self) -> tuple[object, ...]:
         return (ReplayedScreens, (self.inner,))

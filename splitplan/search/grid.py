@@ -69,6 +69,9 @@ class CachedEvaluator:
     known: dict[str, Decision] = field(default_factory=dict)
     sink: Callable[[PointKey, Decision], None] | None = None
     fresh: dict[PointKey, Decision] = field(default_factory=dict)
+    # the inner evaluator's stop_below_headroom: a search that needs only the verdict of a clear
+    # failure lets the DES stop there (search.frontier.STOP_BELOW_HEADROOM); None runs to the end
+    stop_below_headroom: float | None = None
 
     @property
     def new(self) -> int:
@@ -90,8 +93,10 @@ class CachedEvaluator:
         k = self.key(design, p, t, factor)
         code = k.encoded()
         d = self.known.get(code)
-        if d is None:
-            d = self.inner.decide(design, int(p), int(t), factor)
+        if d is None or (not d.complete and self.stop_below_headroom is None):
+            d = self.inner.decide(
+                design, int(p), int(t), factor, stop_below_headroom=self.stop_below_headroom
+            )
             self.known[code] = d
             self.fresh[k] = d
             if self.sink is not None:

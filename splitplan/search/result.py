@@ -58,6 +58,7 @@ POINT_KEYS: tuple[str, ...] = (
     "token_precision",
     "prompt_kv_precision",
     "token_kv_precision",
+    "des_stopped",
 )
 # every column of a point, in file order
 POINT_COLUMNS: tuple[str, ...] = POINT_KEYS + SLO_KEYS + LATENCY_COLUMNS
@@ -98,6 +99,9 @@ class PointRecord:
     token_precision: str | None = None
     prompt_kv_precision: str | None = None
     token_kv_precision: str | None = None
+    # the DES run stopped once `binding_slo` was certain to fail (search.frontier): des_margin and
+    # the percentiles are unknown (NaN)
+    des_stopped: bool = False
     slowdown: Mapping[str, float] = field(default_factory=dict)
     latency_s: Mapping[str, float] = field(default_factory=dict)
 
@@ -154,12 +158,13 @@ def des_record(
         token=token,
         rate_rps=rate_rps,
         within_budget=within_budget,
-        des_margin=decision.margin,
+        des_margin=decision.measured_margin,
         meets=decision.meets,
         decided_by=DecidedBy.DES,
         binding=decision.binding,
         slowdown=decision.slowdown,
         latency_s=decision.latency_s,
+        des_stopped=not decision.complete,
     )
 
 
@@ -178,6 +183,7 @@ def point_record(
     binding: str = "",
     slowdown: Mapping[str, float] | None = None,
     latency_s: Mapping[str, float] | None = None,
+    des_stopped: bool = False,
 ) -> PointRecord:
     """The record of `prompt` × `token` instances of `design` (a baseline's token count is 0)."""
     baseline = design.is_baseline
@@ -210,6 +216,7 @@ def point_record(
         token_precision=design.token.weight_precision.value,
         prompt_kv_precision=design.prompt.kv_precision.value,
         token_kv_precision=design.token.kv_precision.value,
+        des_stopped=bool(des_stopped),
         slowdown={k: float(v) for k, v in (slowdown or {}).items()},
         latency_s={k: float(v) for k, v in (latency_s or {}).items()},
     )

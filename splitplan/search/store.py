@@ -488,6 +488,7 @@ def _encode(d: Decision) -> dict[str, Any]:
         "binding": d.binding,
         "slowdown": {k: f(v) for k, v in d.slowdown.items()},
         "latency_s": {k: f(v) for k, v in d.latency_s.items()},
+        "complete": d.complete,
     }
 
 
@@ -501,6 +502,7 @@ def _decode(v: dict[str, Any]) -> Decision:
         binding=str(v["binding"]),
         slowdown={k: f(x) for k, x in v["slowdown"].items()},
         latency_s={k: f(x) for k, x in v.get("latency_s", {}).items()},  # absent in older stores
+        complete=bool(v.get("complete", True)),  # older stores: every run went to the end
     )
 
 
@@ -669,7 +671,15 @@ class CooperativeEvaluator:
     def screen(self, design: Any, prompt: Any, token: Any, rate_scale: Any = 1.0) -> Any:
         return self.inner.screen(design, prompt, token, rate_scale)
 
-    def decide(self, design: Any, prompt: int, token: int, rate_scale: float = 1.0) -> Decision:
+    def decide(
+        self,
+        design: Any,
+        prompt: int,
+        token: int,
+        rate_scale: float = 1.0,
+        *,
+        stop_below_headroom: float | None = None,
+    ) -> Decision:
         import json
 
         key = "point|" + point_key(
@@ -685,10 +695,16 @@ class CooperativeEvaluator:
         while True:
             posted = self.board.result(key)
             if posted is not None:
-                return _decode(json.loads(posted))
+                d = _decode(json.loads(posted))
+                if d.complete or stop_below_headroom is not None:
+                    return d
+                # a run stopped early where this caller needs it whole: simulated here, not shared
+                return self.inner.decide(design, prompt, token, rate_scale)
             if self.board.claim(key):
                 try:
-                    d = self.inner.decide(design, prompt, token, rate_scale)
+                    d = self.inner.decide(
+                        design, prompt, token, rate_scale, stop_below_headroom=stop_below_headroom
+                    )
                 except BaseException:
                     self.board.release(key)
                     raise

@@ -24,7 +24,7 @@ import math, sys, time
 from splitplan.search import evaluate
 from splitplan.slo import SLO_KEYS
 
-def slow_decide(self, design, prompt, token, rate_scale=1.0):
+def slow_decide(self, design, prompt, token, rate_scale=1.0, *, stop_below_headroom=None):
     time.sleep(0.15)
     ok = prompt + token >= 6
     return evaluate.Decision(meets=ok, margin=0.1 if ok else -0.1, binding="ttft_p50",

@@ -51,6 +51,7 @@ import numpy as np
 
 from splitplan.sim.des.signature import (
     STATUS_DEADLOCK,
+    STATUS_FAILED,
     STATUS_INTERRUPTED,
     STATUS_OK,
     STATUS_UNSTABLE,
@@ -272,6 +273,38 @@ def _decode_done(r, m, t, rq, rf, mf, arr, e2e):
     mf[m, F_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
     mf[m, F_SCHED_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
     mf[m, F_SCHED_PEND] -= 1.0
+
+
+@nb.njit(cache=True, inline="always")  # called per request in the hot loop: no call, no refcounts
+def _count_failures(r, done, value, rq, crow, chk, chk_bad, first):
+    # request r's TTFT (done False) or E2E (done True) is `value`: count it against the failure
+    # checks of its metrics (signature.KernelArgs); the first check it completes, or −1. `crow[r]`
+    # holds the request's reference TTFT, TBT, E2E and its TTFT, so the checks read one cache line.
+    # Checks come in groups of one metric and kind, bounds ascending: a value under a bound is
+    # under the rest of its group, which is skipped (most requests read one bound per group).
+    chk_metric, chk_slow, chk_scale, chk_need, chk_next = chk
+    n_chk = chk_metric.shape[0]
+    if n_chk == 0 or r < first:
+        return -1
+    if not done:
+        crow[r, 3] = value
+    hit = -1
+    k = 0
+    while k < n_chk:
+        mtr = chk_metric[k]
+        if (mtr != 0) != done:
+            k = chk_next[k]
+            continue
+        v = (value - crow[r, 3]) / (rq[r, R_OTOK] + 1.0) if mtr == 1 else value
+        bound = chk_scale[k] * crow[r, mtr] if chk_slow[k] else chk_scale[k]
+        if v > bound:
+            chk_bad[k] += 1
+            if hit < 0 and chk_bad[k] >= chk_need[k]:
+                hit = k
+            k += 1
+        else:
+            k = chk_next[k]
+    return hit
 
 
 @nb.njit(cache=True)
@@ -522,6 +555,13 @@ def simulate_kernel(
     chunked,
     chunk_budget,
     decode_first,
+    ref,
+    chk_metric,
+    chk_slow,
+    chk_scale,
+    chk_need,
+    chk_next,
+    first_counted,
     stop,
 ):
     # chunked: machines of the mixed pool (all machines of a baseline) run chunked prefill with a
@@ -577,6 +617,15 @@ def simulate_kernel(
     xf_time = np.zeros(n)
     xf_inflight = np.zeros(n, np.bool_)
     xf_n = 0
+    chk_bad = np.zeros(chk_metric.shape[0], np.int64)
+    chk = (chk_metric, chk_slow, chk_scale, chk_need, chk_next)
+    crow = _aligned_zeros(n if chk_metric.shape[0] else 1, 4, np.float64)  # see _count_failures
+    if chk_metric.shape[0]:
+        for r in range(n):
+            crow[r, 0] = ref[r, 0]
+            crow[r, 1] = ref[r, 1]
+            crow[r, 2] = ref[r, 2]
+    failed = -1  # the failure check that decided the run (STATUS_FAILED)
     epoch = 0
     pool_moves = 0
     events = 0
@@ -596,6 +645,9 @@ def simulate_kernel(
                 break
             guard += 1
         if status != STATUS_OK:
+            break
+        if failed >= 0:
+            status = STATUS_FAILED
             break
         if (events & (STOP_POLL_EVENTS - 1)) == 0 and stop[0] != 0:
             status = STATUS_INTERRUPTED
@@ -638,6 +690,9 @@ def simulate_kernel(
             _tree_set(mt_v, mt_i, mint[a, I_POOL] * S2, S, a, mf[a, F_SCHED_MEM])
             if rq[r, R_OTOK] == 0:
                 e2e[r] = t - arr[r]
+                h = _count_failures(r, True, e2e[r], rq, crow, chk, chk_bad, first_counted)
+                if failed < 0:
+                    failed = h
                 rq[r, R_STAGE] = S_DONE
                 mf[b, F_MEM] -= rf[r, Q_KVP]
                 mf[b, F_SCHED_MEM] -= rf[r, Q_KVP]
@@ -701,6 +756,9 @@ def simulate_kernel(
                     rq[r, R_GEN] = g
                     if g >= rq[r, R_OTOK]:
                         _decode_done(r, m, t, rq, rf, mf, arr, e2e)
+                        h = _count_failures(r, True, e2e[r], rq, crow, chk, chk_bad, first_counted)
+                        if failed < 0:
+                            failed = h
                     else:
                         batch[keep, m] = r
                         keep += 1
@@ -740,10 +798,16 @@ def simulate_kernel(
                         _wait_insert(wait, mint, m, r, rq, arr)
                         continue
                     ttft[r] = t - arr[r]
+                    h = _count_failures(r, False, ttft[r], rq, crow, chk, chk_bad, first_counted)
+                    if failed < 0:
+                        failed = h
                     mf[m, F_SCHED_PEND] -= rq[r, R_P]
                     if rq[r, R_TM] == m:
                         if rq[r, R_OTOK] == 0:
                             e2e[r] = ttft[r]
+                            h = _count_failures(r, True, e2e[r], rq, crow, chk, chk_bad, first_counted)
+                            if failed < 0:
+                                failed = h
                             rq[r, R_STAGE] = S_DONE
                             mf[m, F_MEM] -= rf[r, Q_KVP]
                             mf[m, F_SCHED_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
@@ -770,6 +834,9 @@ def simulate_kernel(
                     rq[r, R_GEN] += k
                     if rq[r, R_GEN] >= rq[r, R_OTOK]:
                         _decode_done(r, m, t, rq, rf, mf, arr, e2e)
+                        h = _count_failures(r, True, e2e[r], rq, crow, chk, chk_bad, first_counted)
+                        if failed < 0:
+                            failed = h
                     else:
                         batch[keep, m] = r
                         keep += 1
@@ -1127,4 +1194,5 @@ def simulate_kernel(
     pm = rq[:, R_PM].astype(np.int64)
     tm = rq[:, R_TM].astype(np.int64)
     preempt = rq[:, R_PREEMPT].astype(np.int64)
-    return (status, ttft, e2e, pstart, pm, tm, preempt, busy, iters, batch_time, pool_moves, events, t, stats)
+    out = (status, ttft, e2e, pstart, pm, tm, preempt, busy, iters, batch_time, pool_moves, events, t)
+    return (*out, stats, failed)

@@ -17,6 +17,7 @@ from splitplan.errors import InputError
 from splitplan.perf import kv_capacity_bytes
 from splitplan.sim.des.signature import (
     STATUS_DEADLOCK,
+    STATUS_FAILED,
     STATUS_INTERRUPTED,
     STATUS_OK,
     STATUS_UNSTABLE,
@@ -26,7 +27,16 @@ from splitplan.sim.des.signature import (
 from splitplan.sim.kv_transfer import kv_transfer_s, link_bytes_per_s  # noqa: F401 (sim.des exports them)
 from splitplan.sim.result import RequestMetrics, SimResult
 from splitplan.sim.scenario import Scenario
-from splitplan.slo import percentiles, reference_latencies, verdict
+from splitplan.slo import (
+    METRICS,
+    SLO_KEYS,
+    SloSpec,
+    SloVerdict,
+    limit_names,
+    percentiles,
+    reference_latencies,
+    verdict,
+)
 
 MIN_ITERATION_S = 1e-6  # extrapolated profile curves must never yield a non-positive time
 WAIT_CAPACITY = 4096  # waiting tasks per machine before the run is declared unstable
@@ -84,8 +94,76 @@ def _gb(value_gb: float) -> str:
     return f"{value_gb:,.0f}" if value_gb >= 100 else f"{value_gb:.3g}"
 
 
-def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
+class FailureChecks(NamedTuple):
+    """The kernel's failure checks (signature.KernelArgs) for one run, and what each certifies."""
+
+    metric: np.ndarray  # per check: 0 TTFT, 1 TBT, 2 E2E
+    slowdown: np.ndarray  # 1: the bound is a slowdown (× the request's reference), 0: seconds
+    scale: np.ndarray
+    need: np.ndarray  # requests over the bound that make the percentile certain to exceed it
+    next: np.ndarray  # the first check of the next group (one metric and kind, scales ascending)
+    names: tuple[str, ...]  # the limit each check bounds (slo.limit_names spelling)
+
+
+def failure_checks(spec: SloSpec, n_counted: int, below_headroom: float | None) -> FailureChecks:
+    """Checks that stop a run once some SLO's headroom is certain to end below `below_headroom`
+    (None: no checks, the run goes to the end).
+
+    Headroom h = limit / value − 1 < below_headroom ⟺ value > limit / (1 + below_headroom) =: B.
+    A percentile q of N values by numpy's linear method lies between the sorted values x[i] and
+    x[i + 1], i = ⌊q (N − 1)⌋; once N − i + 1 values are known to exceed B, x[i − 1] > B, so the
+    percentile does too whatever the values still to come (unfinished requests count as infinitely
+    slow, which only adds to them). The one-value slack covers a floating-point ⌊⌋ that lands one
+    below; the bound carries a relative 10⁻⁹ so the certified headroom is strictly below. Checks
+    are grouped by metric and kind with bounds ascending, so the kernel reads one bound per group
+    for a request under them all.
+    """
+    empty_i, empty_f = np.zeros(0, np.int64), np.zeros(0, np.float64)
+    if below_headroom is None or n_counted < 1:
+        return FailureChecks(empty_i, empty_i, empty_f, empty_i, empty_i, ())
+    if not -1.0 < below_headroom <= 0.0:
+        raise ValueError(f"below_headroom must lie in (-1, 0], got {below_headroom}")
+    factor = (1.0 + 1e-9) / (1.0 + below_headroom)
+    metric, slow, scale, need, names = [], [], [], [], []
+    limits = [(k, lim, 1) for k, lim in spec.slowdown.items()]
+    limits += [(k, lim, 0) for k, lim in spec.latency_s.items()]
+    for (key, lim, is_slow), name in zip(limits, limit_names(spec), strict=True):
+        m, _, q = key.partition("_p")
+        i = int(np.floor(float(q) / 100.0 * (n_counted - 1)))
+        k_need = n_counted - i + 1
+        if k_need > n_counted:
+            continue  # too few requests for the slack: this percentile is only known at the end
+        metric.append(METRICS.index(m))
+        slow.append(is_slow)
+        scale.append(lim * factor)
+        need.append(k_need)
+        names.append(name)
+    order = sorted(range(len(metric)), key=lambda k: (metric[k], -slow[k], scale[k]))
+    group = [(metric[k], slow[k]) for k in order]
+    nxt = [
+        next((j for j in range(i + 1, len(group)) if group[j] != group[i]), len(group))
+        for i in range(len(group))
+    ]
+    return FailureChecks(
+        np.asarray([metric[k] for k in order], np.int64),
+        np.asarray([slow[k] for k in order], np.int64),
+        np.asarray([scale[k] for k in order], np.float64),
+        np.asarray([need[k] for k in order], np.int64),
+        np.asarray(nxt, np.int64),
+        tuple(names[k] for k in order),
+    )
+
+
+def simulate_des(
+    config: ClusterConfig, scenario: Scenario, *, stop_below_headroom: float | None = None
+) -> SimResult:
     """Simulate one configuration on the scenario's workload, request by request.
+
+    `stop_below_headroom` (a headroom in (−1, 0]): stop as soon as some SLO is certain to end with
+    a headroom below it (`failure_checks`) — a search that only needs the verdict of a clear failure
+    saves the rest of the run. Such a result fails its SLOs, its `verdict.headroom` is that bound
+    (the true headroom is lower), its percentiles are NaN and `extra["stopped_failing"]` is 1.
+    None (the default): every run goes to the end.
 
     Ctrl-C (or SIGTERM under `sigterm_raises_keyboard_interrupt`) during the simulation stops the
     compiled loop within about a millisecond and raises a clean KeyboardInterrupt (`run_kernel`).
@@ -121,6 +199,18 @@ def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
     n_tokens += sim.max_batch_size + 1
     ptab, ttab, tctx, mtab, mctx = _tables(scenario, config, n_tokens, sim.max_batch_size)
 
+    arrivals = np.asarray(wl.arrival_s, dtype=np.float64)
+    first_counted = int(np.searchsorted(arrivals, sim.warmup_s, side="left"))
+    # the checks count requests from `first_counted` on: only for arrivals in order (always, for a
+    # generated or replayed workload; a run without checks does not depend on it)
+    ordered = bool(np.all(np.diff(arrivals) >= 0.0))
+    checks = failure_checks(scenario.slo, len(p) - first_counted, stop_below_headroom if ordered else None)
+    if len(checks.metric):
+        # one row per request: a request's three references share a cache line
+        refs = reference_latencies(scenario.reference_perf(), wl.prompt_tokens, wl.output_tokens)
+        ref = np.stack(refs, axis=1)
+    else:
+        ref = np.zeros((1, 3))
     if design.is_baseline:
         n_machines = config.machines
         cls = np.zeros(n_machines, np.int64)
@@ -164,9 +254,18 @@ def simulate_des(config: ClusterConfig, scenario: Scenario) -> SimResult:
         chunked=chunked,
         chunk_budget=sim.chunk_tokens,
         decode_first=sim.chunk_decodes_first,
+        ref=ref,
+        chk_metric=checks.metric,
+        chk_slow=checks.slowdown,
+        chk_scale=checks.scale,
+        chk_need=checks.need,
+        chk_next=checks.next,
+        first_counted=first_counted,
         stop=np.zeros(1, np.int64),
     ).frozen()
     run = run_kernel(args)
+    if run.result.status == STATUS_FAILED and stop_below_headroom is not None:
+        return _stopped_result(config, scenario, run, checks, stop_below_headroom)
     result = _result(config, scenario, run, cls)
     if chunked:
         stats = run.result.policy_stats
@@ -293,10 +392,50 @@ def _kernel():
         chunked=False,
         chunk_budget=512,
         decode_first=True,
+        ref=np.ones((1, 3)),
+        chk_metric=np.zeros(1, np.int64),
+        chk_slow=ione,
+        chk_scale=one,
+        chk_need=ione,
+        chk_next=ione,
+        first_counted=0,
         stop=np.zeros(1, np.int64),
     ).frozen()
     simulate_kernel(*warm)
     return simulate_kernel
+
+
+def _stopped_result(config, scenario, run: KernelRun, checks: FailureChecks, below: float) -> SimResult:
+    """The result of a run the failure checks stopped: a verdict, no percentiles."""
+    raw = run.result
+    name = checks.names[int(raw.failed_check)]
+    nan = {k: float("nan") for k in SLO_KEYS}
+    headroom = float(np.nextafter(below, -np.inf))
+    completed = int(np.isfinite(raw.e2e_s).sum())
+    return SimResult(
+        config=config,
+        engine="des",
+        requests=scenario.workload.n,
+        completed=completed,
+        slowdown=dict(nan),
+        latency_s=dict(nan),
+        verdict=SloVerdict(meets=False, binding=name, headroom=headroom),
+        stable=True,
+        throughput_rps=float("nan"),
+        utilization={},
+        sim_wall_s=run.wall_s,
+        per_request=None,
+        extra={
+            "events": float(raw.events),
+            "end_s": float(raw.end_s),
+            "sim_cpu_s": run.cpu_s,
+            "stopped_failing": 1.0,
+        },
+        notes=(
+            f"stopped at {float(raw.end_s):.1f} s of simulated time: {name} was certain to end with "
+            f"a headroom below {below:+.2f}",
+        ),
+    )
 
 
 def _result(config, scenario, run: KernelRun, cls) -> SimResult:

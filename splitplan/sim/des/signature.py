@@ -11,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-STATUS_OK, STATUS_UNSTABLE, STATUS_DEADLOCK, STATUS_INTERRUPTED = 0, 1, 2, 3
+STATUS_OK, STATUS_UNSTABLE, STATUS_DEADLOCK, STATUS_INTERRUPTED, STATUS_FAILED = 0, 1, 2, 3, 4
 STOP_POLL_EVENTS = 4096  # events between two looks at the stop flag (a power of two; ~1 ms)
 
 F64 = npt.NDArray[np.float64]
@@ -25,8 +25,15 @@ class KernelArgs(NamedTuple):
     KV bytes of the prompt (p + 1 tokens) and of the decode, KV transfer time. Per machine: class
     (0: prompt-pool hardware, 1: token-pool hardware) and starting pool (P_PROMPT, P_TOKEN,
     P_MIXED). Per class: KV capacity and weight bytes, iteration-time tables. Then scheduler and
-    batching limits, the batch-formation policy (chunked prefill or not, its budget and order), and
-    `stop`: the one writable array, a flag the kernel polls (nonzero: stop).
+    batching limits, the batch-formation policy (chunked prefill or not, its budget and order), the
+    failure checks, and `stop`: the one writable array, a flag the kernel polls (nonzero: stop).
+
+    Failure checks (none: the run goes to the end): check k counts the requests from
+    `first_counted` on whose metric `chk_metric[k]` (0 TTFT, 1 TBT, 2 E2E) exceeds
+    `chk_scale[k]` × `ref[r, metric]` (`chk_slow[k]` = 1: a slowdown limit on the request's own
+    reference latency) or `chk_scale[k]` seconds (0: an absolute limit); the run stops with
+    STATUS_FAILED once `chk_need[k]` of them do (run.py sizes the need so that the percentile is
+    then certain to exceed the bound, whatever the rest of the run does).
     """
 
     arr: F64
@@ -57,6 +64,13 @@ class KernelArgs(NamedTuple):
     chunked: bool  # machines of the mixed pool run chunked prefill (BatchPolicy.CHUNKED)
     chunk_budget: int  # its token budget per iteration
     decode_first: bool  # its admission order: running decodes before prompt chunks
+    ref: F64  # (requests, 3): reference TTFT, TBT and E2E per request (failure checks)
+    chk_metric: I64
+    chk_slow: I64
+    chk_scale: F64
+    chk_need: I64
+    chk_next: I64  # the first check of the next group (one metric and kind, bounds ascending)
+    first_counted: int  # the first request the percentiles count (arrivals from the warm-up on)
     stop: I64
 
     def frozen(self) -> "KernelArgs":
@@ -103,3 +117,4 @@ class KernelResult(NamedTuple):
     events: int
     end_s: float
     policy_stats: F64  # chunked prefill: max chunk tokens, max chunk-iteration s, chunk iterations
+    failed_check: int  # STATUS_FAILED: the check whose failures reached its need (else −1)

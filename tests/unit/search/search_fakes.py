@@ -56,7 +56,7 @@ class FakeEvaluator:
         sd = {k: np.full(m.shape, 1.0) for k in SLO_KEYS}
         return Screen(margin=m, slowdown=sd, binding=np.full(m.shape, "ttft_p90"))
 
-    def decide(self, design, prompt, token, rate_scale=1.0):
+    def decide(self, design, prompt, token, rate_scale=1.0, *, stop_below_headroom=None):
         if self.fail_after is not None and len(self.calls) >= self.fail_after:
             raise KeyboardInterrupt
         self.calls.append((design.name, int(prompt), int(token), float(rate_scale)))

@@ -29,7 +29,8 @@ def test_kernel_args_are_the_kernels_parameters_in_order():
 def test_frozen_arguments_are_read_only_and_typed():
     scalars = {"baseline": 1, "max_batch": 2.0, "max_tokens": 3, "max_preempt": 4, "prompt_full": 3,
                "retry_s": 1, "max_backlog_s": 2, "wait_cap": 5, "prompt_interrupts": 0,
-               "reserve_decode": 1, "chunked": 0, "chunk_budget": 8, "decode_first": 1}  # fmt: skip
+               "reserve_decode": 1, "chunked": 0, "chunk_budget": 8, "decode_first": 1,
+               "first_counted": 0}  # fmt: skip
     ka = KernelArgs(**{f: scalars.get(f, np.arange(3)) for f in KernelArgs._fields})
     fz = ka.frozen()
     for name in ("arr", "kvp", "cap", "ptab"):

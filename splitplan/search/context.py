@@ -84,6 +84,10 @@ class SearchContext:
     planned_des_runs: int = 0
     ledger: list[PointRecord] = field(default_factory=list)
     recorded: set[PointKey] = field(default_factory=set)
+    # recorded verdicts of runs stopped early, and each recorded key's row in the ledger: a stopped
+    # run simulated again to the end replaces its verdict (the closest miss of a design with none)
+    stopped: set[PointKey] = field(default_factory=set)
+    ledger_row: dict[PointKey, int] = field(default_factory=dict)
     # the analytic screen of each space's whole grid, computed once (the range estimate and the
     # whole-grid strategy both read it)
     screens: dict[tuple[str, tuple[int, int], tuple[int, int]], Screen] = field(default_factory=dict)
@@ -110,12 +114,21 @@ class SearchContext:
         )
 
     def record(self, key: PointKey, d: Decision) -> None:
-        if key in self.recorded:
+        if key in self.recorded and not (d.complete and key in self.stopped):
             return
         self.recorded.add(key)
+        if d.complete:
+            self.stopped.discard(key)
+        else:
+            self.stopped.add(key)
         self.store.put(key.encoded(), d)
         self.des_evaluations += 1
-        self.ledger.append(ledger_record(key, d, self.problem.rate_rps))
+        row = ledger_record(key, d, self.problem.rate_rps)
+        if key in self.ledger_row:
+            self.ledger[self.ledger_row[key]] = row
+        else:
+            self.ledger_row[key] = len(self.ledger)
+            self.ledger.append(row)
         if self.progress is not None:
             if self.des_evaluations > self.planned_des_runs:
                 self.progress.add(1)

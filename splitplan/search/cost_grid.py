@@ -356,7 +356,30 @@ def _solve_frontier(
                 owners.append(st)
         for st, (seen, _fresh) in zip(owners, ctx.map(call, g_tasks, lambda res: res[1]), strict=True):
             st.decided.update(seen)
+    _settle_closest_miss(ctx, states, STOP_BELOW_HEADROOM)
     return [_finish_frontier(ctx, st) for st in states]
+
+
+def _settle_closest_miss(ctx: SearchContext, states: list[Any], bound: float) -> None:
+    """A design with no passing point is explained by its closest miss (search.ranges), read from
+    the DES margins; runs stopped early have none. Unless a run to the end failed by less than the
+    stop's bound (closer than any stopped run), the stopped run with the most machines — the
+    closest under monotonicity — is simulated again to the end."""
+    tasks: list[tuple[Any, ...]] = []
+    owners: list[Any] = []
+    for st in states:
+        if st.best()[0] is not None:
+            continue
+        cut = [pt for pt, d in st.decided.items() if not d.complete]
+        whole = [d.margin for d in st.decided.values() if d.complete]
+        if not cut or (whole and max(whole) >= bound):
+            continue
+        pt = max(cut, key=lambda q: (q[0] + q[1], q[0]))
+        tasks.append((decide_points, ctx.cached(st.space.name), st.design, [pt], 1.0))
+        owners.append(st)
+    if tasks:
+        for st, (seen, _fresh) in zip(owners, ctx.map(call, tasks, lambda res: res[1]), strict=True):
+            st.decided.update(seen)
 
 
 def _finish_frontier(ctx: SearchContext, st: Any) -> tuple[DesignResult, list[PointRecord]]:

@@ -55,7 +55,9 @@ below STOP_BELOW_HEADROOM = −max(CLIFF_JUMP, WITNESS_MARGIN) — twice its lim
 the rest do) — and every rule above reads the same from that bound as from the whole run: the
 answer and the points simulated are those of runs to the end. Such points are written with
 `des_stopped` and no margin or percentiles. At 3,000 req/s a failing run stops after 20–70 % of
-its simulated time.
+its simulated time. A design with no passing point is explained by its closest miss: unless a run
+to the end failed by less than the bound, its stopped run with the most machines is simulated again
+to the end (search.cost_grid._settle_closest_miss).
 
 Every task is a column's threshold or a chunk of guard points, so rounds run in parallel across
 designs and intervals; the set of tasks of a round depends only on what earlier rounds found, so

@@ -88,3 +88,37 @@ def test_stopping_clear_failures_early_changes_no_answer_and_no_run(case_id, mon
         assert math.isnan(p.des_margin)
         assert all(math.isnan(v) for v in p.slowdown.values())
     assert not any(p.des_stopped for p in whole.points)
+
+
+def test_a_design_with_no_passing_point_is_explained_by_a_run_to_the_end(monkeypatch) -> None:
+    """Every run of an impossible SLO fails by far and stops early; the closest miss the result
+    explains itself by is simulated again to the end: a finite margin and the same shortfall as a
+    search whose runs all go to the end."""
+    import splitplan.search.frontier as frontier
+    from splitplan.slo import SloSpec
+
+    case = next(c for c in CASES if c.id == "hh-conversation-300")
+    want = GOLDEN[case.id]
+    req = request(case, prompt_range=tuple(want["prompt_range"]), token_range=tuple(want["token_range"]))
+    impossible = SloSpec(slowdown={"tbt_p50": 0.4})  # no decode is 2.5× faster than alone
+    scenario = build_scenario(
+        workload=req.workload,
+        model=req.model,
+        perf=None,
+        config=None,
+        slo=impossible,
+        seed=0,
+        chunk_tokens=None,
+    )
+    problem = replace(build_problem(req, case.rate_rps), frontier=True)
+    stopped = run_search(problem, SimEvaluator(scenario))
+    monkeypatch.setattr(frontier, "STOP_BELOW_HEADROOM", None)
+    whole = run_search(problem, SimEvaluator(scenario))
+    a, b = stopped.results[0], whole.results[0]
+    assert not a.meets_slo
+    assert any(p.des_stopped for p in stopped.points)
+    assert a.shortfall is not None
+    assert a.shortfall["unstable"] is False
+    assert a.shortfall["margin"] is not None
+    assert a.shortfall == b.shortfall
+    assert a.closest == b.closest

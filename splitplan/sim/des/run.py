@@ -23,6 +23,7 @@ from splitplan.sim.des.signature import (
     STATUS_UNSTABLE,
     KernelArgs,
     KernelResult,
+    work_arrays,
 )
 from splitplan.sim.kv_transfer import kv_transfer_s, link_bytes_per_s  # noqa: F401 (sim.des exports them)
 from splitplan.sim.result import RequestMetrics, SimResult
@@ -243,6 +244,7 @@ def simulate_des(
         tag = cls.copy()
         xfer = kv_transfer_s(scenario, design, p)
 
+    wait_cap = min(WAIT_CAPACITY, len(p)) + 1
     args = KernelArgs(
         arr=wl.arrival_s,
         p=p,
@@ -266,7 +268,7 @@ def simulate_des(
         prompt_full=sim.prompt_full_tokens,
         retry_s=sim.memory_retry_s,
         max_backlog_s=sim.max_backlog_s,
-        wait_cap=min(WAIT_CAPACITY, len(p)) + 1,
+        wait_cap=wait_cap,
         # under chunked prefill a prompt always joins at the next iteration boundary
         prompt_interrupts=chunked
         or sim.prompt_interrupts_decodes == "always"
@@ -282,6 +284,7 @@ def simulate_des(
         chk_need=checks.need,
         chk_next=checks.next,
         first_counted=first_counted,
+        **work_arrays(len(p), n_machines, wait_cap),
         stop=np.zeros(1, np.int64),
     ).frozen()
     run = run_kernel(args)
@@ -420,6 +423,7 @@ def _kernel():
         chk_need=ione,
         chk_next=ione,
         first_counted=0,
+        **work_arrays(1, 1, 2),
         stop=np.zeros(1, np.int64),
     ).frozen()
     simulate_kernel(*warm)

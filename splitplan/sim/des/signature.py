@@ -16,6 +16,26 @@ STOP_POLL_EVENTS = 4096  # events between two looks at the stop flag (a power of
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
+# int32 words of one request's state row in the kernel (one 64-byte cache line)
+REQUEST_ROW_WORDS = 16
+# the kernel's writable arrays: its large working state and its per-request outputs
+WORK_FIELDS = ("work_rq", "work_wait", "out_ttft", "out_e2e", "out_pstart")
+
+
+def work_arrays(n_requests: int, n_machines: int, wait_cap: int) -> dict[str, np.ndarray]:
+    """The kernel's writable arrays, allocated by numpy rather than inside the kernel: numpy
+    advises allocations of 4 MB and more for transparent huge pages, and the kernel reads and writes
+    request rows, queues and outputs at random (by request id, by machine), so with 4 kB pages most
+    of those accesses at fleet scale would miss the TLB (7,000 req/s on 2,000 machines: 840k
+    request rows, 54 MB). The outputs start NaN (not reached); the rest the kernel initializes."""
+    return {
+        "work_rq": np.empty(n_requests * REQUEST_ROW_WORDS + 16, np.int32),
+        "work_wait": np.empty(wait_cap * n_machines, np.int32),
+        "out_ttft": np.full(n_requests, np.nan),
+        "out_e2e": np.full(n_requests, np.nan),
+        "out_pstart": np.full(n_requests, np.nan),
+    }
 
 
 class KernelArgs(NamedTuple):
@@ -71,6 +91,11 @@ class KernelArgs(NamedTuple):
     chk_need: I64
     chk_next: I64  # the first check of the next group (one metric and kind, bounds ascending)
     first_counted: int  # the first request the percentiles count (arrivals from the warm-up on)
+    work_rq: I32  # writable (WORK_FIELDS, `work_arrays`): request state rows, + 16 for alignment
+    work_wait: I32  # machines' queues: wait_cap × machines
+    out_ttft: F64  # per request, NaN where not reached: TTFT, E2E, prompt start (the results)
+    out_e2e: F64
+    out_pstart: F64
     stop: I64
 
     def frozen(self) -> "KernelArgs":
@@ -80,7 +105,14 @@ class KernelArgs(NamedTuple):
         out = []
         for name, value in zip(self._fields, self, strict=True):
             kind = _KINDS[name]
-            if name == "stop":
+            if name in WORK_FIELDS:
+                buf = np.asarray(value)
+                want = np.int32 if kind == I32 else np.float64
+                usable = buf.ndim == 1 and buf.flags.writeable and buf.flags.c_contiguous
+                if buf.dtype != want or not usable:
+                    raise ValueError(f"{name} must be a writable 1-D {np.dtype(want).name} array")
+                out.append(buf)
+            elif name == "stop":
                 flag = np.asarray(value)
                 if flag.dtype != np.int64 or flag.shape != (1,) or not flag.flags.writeable:
                     flag = np.zeros(1, np.int64)

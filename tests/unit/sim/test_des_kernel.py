@@ -15,7 +15,7 @@ import pytest
 from splitplan.catalog import get_model
 from splitplan.design import ClusterConfig, get_design
 from splitplan.sim.des import simulate_des
-from splitplan.sim.des.signature import KernelArgs
+from splitplan.sim.des.signature import WORK_FIELDS, KernelArgs, work_arrays
 from splitplan.sim.scenario import Scenario
 from splitplan.workload import Workload, make_workload
 
@@ -31,8 +31,14 @@ def test_frozen_arguments_are_read_only_and_typed():
                "retry_s": 1, "max_backlog_s": 2, "wait_cap": 5, "prompt_interrupts": 0,
                "reserve_decode": 1, "chunked": 0, "chunk_budget": 8, "decode_first": 1,
                "first_counted": 0}  # fmt: skip
-    ka = KernelArgs(**{f: scalars.get(f, np.arange(3)) for f in KernelArgs._fields})
+    work = work_arrays(3, 2, 4)
+    ka = KernelArgs(**{f: work.get(f, scalars.get(f, np.arange(3))) for f in KernelArgs._fields})
     fz = ka.frozen()
+    for name in WORK_FIELDS:  # the kernel's own arrays: passed as they are, writable
+        assert getattr(fz, name) is work[name]
+        assert getattr(fz, name).flags.writeable
+    with pytest.raises(ValueError, match="work_rq must be a writable"):
+        ka._replace(work_rq=np.zeros(10, np.int64)).frozen()
     for name in ("arr", "kvp", "cap", "ptab"):
         assert getattr(fz, name).dtype == np.float64
         assert not getattr(fz, name).flags.writeable

@@ -295,19 +295,19 @@ def _decode_done(r, m, t, rq, rf, mf, arr, e2e):
 
 
 @nb.njit(cache=True, inline="always")  # called per request in the hot loop: no call, no refcounts
-def _count_failures(r, done, value, rq, crow, chk, chk_bad, first):
+def _count_failures(r, done, value, rq, crow, chk, chk_bad, first, failed):
     # request r's TTFT (done False) or E2E (done True) is `value`: count it against the failure
-    # checks of its metrics (signature.KernelArgs); the first check it completes, or −1. `crow[r]`
+    # checks of its metrics (signature.KernelArgs); the first check to reach its need goes to
+    # failed[0] (−1 until one does), which stops the run at the next event. `crow[r]`
     # holds the request's reference TTFT, TBT, E2E and its TTFT, so the checks read one cache line.
     # Checks come in groups of one metric and kind, bounds ascending: a value under a bound is
     # under the rest of its group, which is skipped (most requests read one bound per group).
     chk_metric, chk_slow, chk_scale, chk_need, chk_next = chk
     n_chk = chk_metric.shape[0]
     if n_chk == 0 or r < first:
-        return -1
+        return
     if not done:
         crow[r, 3] = value
-    hit = -1
     k = 0
     while k < n_chk:
         mtr = chk_metric[k]
@@ -318,12 +318,11 @@ def _count_failures(r, done, value, rq, crow, chk, chk_bad, first):
         bound = chk_scale[k] * crow[r, mtr] if chk_slow[k] else chk_scale[k]
         if v > bound:
             chk_bad[k] += 1
-            if hit < 0 and chk_bad[k] >= chk_need[k]:
-                hit = k
+            if failed[0] < 0 and chk_bad[k] >= chk_need[k]:
+                failed[0] = k
             k += 1
         else:
             k = chk_next[k]
-    return hit
 
 
 @nb.njit(cache=True)
@@ -649,7 +648,7 @@ def simulate_kernel(
             crow[r, 0] = ref[r, 0]
             crow[r, 1] = ref[r, 1]
             crow[r, 2] = ref[r, 2]
-    failed = -1  # the failure check that decided the run (STATUS_FAILED)
+    failed = np.full(1, -1, np.int64)  # the failure check that decided the run (STATUS_FAILED)
     epoch = 0
     pool_moves = 0
     events = 0
@@ -670,7 +669,7 @@ def simulate_kernel(
             guard += 1
         if status != STATUS_OK:
             break
-        if failed >= 0:
+        if failed[0] >= 0:
             status = STATUS_FAILED
             break
         if (events & (STOP_POLL_EVENTS - 1)) == 0 and stop[0] != 0:
@@ -714,9 +713,7 @@ def simulate_kernel(
             _tree_set(mt_v, mt_i, mint[a, I_POOL] * S2, S, a, mf[a, F_SCHED_MEM])
             if rq[r, R_OTOK] == 0:
                 e2e[r] = t - arr[r]
-                h = _count_failures(r, True, e2e[r], rq, crow, chk, chk_bad, first_counted)
-                if failed < 0:
-                    failed = h
+                _count_failures(r, True, e2e[r], rq, crow, chk, chk_bad, first_counted, failed)
                 rq[r, R_STAGE] = S_DONE
                 mf[b, F_MEM] -= rf[r, Q_KVP]
                 mf[b, F_SCHED_MEM] -= rf[r, Q_KVP]
@@ -780,9 +777,7 @@ def simulate_kernel(
                     rq[r, R_GEN] = g
                     if g >= rq[r, R_OTOK]:
                         _decode_done(r, m, t, rq, rf, mf, arr, e2e)
-                        h = _count_failures(r, True, e2e[r], rq, crow, chk, chk_bad, first_counted)
-                        if failed < 0:
-                            failed = h
+                        _count_failures(r, True, e2e[r], rq, crow, chk, chk_bad, first_counted, failed)
                     else:
                         batch[keep, m] = r
                         keep += 1
@@ -822,16 +817,12 @@ def simulate_kernel(
                         _wait_insert(wait, mint, m, r, rq, arr)
                         continue
                     ttft[r] = t - arr[r]
-                    h = _count_failures(r, False, ttft[r], rq, crow, chk, chk_bad, first_counted)
-                    if failed < 0:
-                        failed = h
+                    _count_failures(r, False, ttft[r], rq, crow, chk, chk_bad, first_counted, failed)
                     mf[m, F_SCHED_PEND] -= rq[r, R_P]
                     if rq[r, R_TM] == m:
                         if rq[r, R_OTOK] == 0:
                             e2e[r] = ttft[r]
-                            h = _count_failures(r, True, e2e[r], rq, crow, chk, chk_bad, first_counted)
-                            if failed < 0:
-                                failed = h
+                            _count_failures(r, True, e2e[r], rq, crow, chk, chk_bad, first_counted, failed)
                             rq[r, R_STAGE] = S_DONE
                             mf[m, F_MEM] -= rf[r, Q_KVP]
                             mf[m, F_SCHED_MEM] -= rf[r, Q_KVP] + rf[r, Q_KVT]
@@ -858,9 +849,7 @@ def simulate_kernel(
                     rq[r, R_GEN] += k
                     if rq[r, R_GEN] >= rq[r, R_OTOK]:
                         _decode_done(r, m, t, rq, rf, mf, arr, e2e)
-                        h = _count_failures(r, True, e2e[r], rq, crow, chk, chk_bad, first_counted)
-                        if failed < 0:
-                            failed = h
+                        _count_failures(r, True, e2e[r], rq, crow, chk, chk_bad, first_counted, failed)
                     else:
                         batch[keep, m] = r
                         keep += 1
@@ -1219,4 +1208,4 @@ def simulate_kernel(
     tm = rq[:, R_TM].astype(np.int64)
     preempt = rq[:, R_PREEMPT].astype(np.int64)
     out = (status, ttft, e2e, pstart, pm, tm, preempt, busy, iters, batch_time, pool_moves, events, t)
-    return (*out, stats, failed)
+    return (*out, stats, failed[0])

@@ -415,6 +415,10 @@ def write_answer_study(
             continue
         margin = p.margin
         slo = (-margin if math.isfinite(margin) else 1.0) if not p.meets_slo else min(-margin, 0.0)
+        if p.des_stopped:  # a run stopped once certain to fail by at least the stop's bound
+            from splitplan.search.frontier import STOP_BELOW_HEADROOM
+
+            slo = -STOP_BELOW_HEADROOM
         slo = max(slo, 1e-9) if not p.meets_slo else slo
         # a point that fails a constraint is no answer: its value is the worst there is (optuna-
         # dashboard ranks trials by value alone), what it would have scored is in its user attrs
@@ -445,7 +449,8 @@ def write_answer_study(
         sid,
         "splitplan:values",
         f"{problem.objective.value} of each decided point ({_UNIT[problem.objective.value]}); "
-        "constraints: slo (minus the SLO headroom) and budget; feasible where both are ≤ 0",
+        "constraints: slo (minus the SLO headroom; a DES run stopped early, user attr des_stopped: "
+        "its bound, the least it can be) and budget; feasible where both are ≤ 0",
     )
     return name
 
@@ -475,6 +480,7 @@ def _trial_user_attrs(p: PointRecord) -> dict[str, Any]:
         "meets_slo": p.meets_slo,
         "binding_slo": p.binding_slo,
         "slo_headroom": f(p.margin),
+        "des_stopped": p.des_stopped,
     }
 
 

@@ -143,3 +143,19 @@ def test_storage_locations_follow_optunas_spelling(tmp_path) -> None:
     assert locate_storage(str(tmp_path / "x.log")).kind is StorageKind.RDB
     (tmp_path / "y.db").write_text('{"op_code": 0}\n')
     assert locate_storage(str(tmp_path / "y.db")).kind is StorageKind.JOURNAL
+
+
+def test_runs_stopped_early_read_as_at_least_their_bound(capsys, tmp_path, monkeypatch) -> None:
+    """A frontier search's runs stopped once certain to fail (des_stopped) enter the answer study
+    with their bound as the slo constraint — the least their violation can be — never as unstable."""
+    from splitplan.search.frontier import STOP_BELOW_HEADROOM
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["search", "--design", "splitwise-hh", "--workload", "conversation", "--rate", "300"]
+    argv += ["--duration", "10", "--prompt-range", "1:120", "--token-range", "1:120"]
+    _json(capsys, [*argv, "--storage", "sqlite:///s.db"])
+    trials = _answer_study("sqlite:///s.db").trials  # type: ignore[attr-defined]
+    cut = [t for t in trials if t.user_attrs.get("des_stopped")]
+    assert cut, "no run stopped early: the case no longer tests it"
+    assert all(t.constraints["slo"] == -STOP_BELOW_HEADROOM for t in cut)
+    assert all(not t.user_attrs["meets_slo"] for t in cut)

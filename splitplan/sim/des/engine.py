@@ -211,22 +211,19 @@ EPOCH_WRAP = (1 << 31) - 1  # marks are cleared and epochs restart at 1 before i
 
 
 @nb.njit(cache=True)
-def _aligned_zeros(rows, cols, dtype):
-    # a C-contiguous (rows, cols) array of zeros whose data starts on a 64-byte boundary
-    buf = np.zeros(rows * cols + 64, dtype)
-    item = buf.itemsize
-    off = ((-buf.ctypes.data) % 64) // item
-    return buf[off : off + rows * cols].reshape((rows, cols))
-
-
-@nb.njit(cache=True)
 def _aligned_rows(buf, rows, cols):
-    # `buf` (allocated by the caller, ≥ rows·cols + 16 int32) as a zeroed C-contiguous (rows, cols)
-    # array starting on a 64-byte boundary
+    # `buf` (≥ rows·cols items + 64 bytes) as a zeroed C-contiguous (rows, cols) array whose data
+    # starts on a 64-byte boundary
     off = ((-buf.ctypes.data) % 64) // buf.itemsize
     out = buf[off : off + rows * cols].reshape((rows, cols))
     out[:] = 0
     return out
+
+
+@nb.njit(cache=True)
+def _aligned_zeros(rows, cols, dtype):
+    # the same for a small array the kernel allocates itself
+    return _aligned_rows(np.empty(rows * cols + 64, dtype), rows, cols)
 
 
 @nb.njit(cache=True)
@@ -582,6 +579,7 @@ def simulate_kernel(
     first_counted,
     work_rq,
     work_wait,
+    work_chk,
     out_ttft,
     out_e2e,
     out_pstart,
@@ -642,7 +640,7 @@ def simulate_kernel(
     xf_n = 0
     chk_bad = np.zeros(chk_metric.shape[0], np.int64)
     chk = (chk_metric, chk_slow, chk_scale, chk_need, chk_next)
-    crow = _aligned_zeros(n if chk_metric.shape[0] else 1, 4, np.float64)  # see _count_failures
+    crow = _aligned_rows(work_chk, work_chk.shape[0] // 4 - 2, 4)  # see _count_failures
     if chk_metric.shape[0]:
         for r in range(n):
             crow[r, 0] = ref[r, 0]

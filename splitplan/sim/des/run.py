@@ -284,7 +284,7 @@ def simulate_des(
         chk_need=checks.need,
         chk_next=checks.next,
         first_counted=first_counted,
-        **work_arrays(len(p), n_machines, wait_cap),
+        **work_arrays(len(p), n_machines, wait_cap, checks=bool(len(checks.metric))),
         stop=np.zeros(1, np.int64),
     ).frozen()
     run = run_kernel(args)
@@ -423,7 +423,7 @@ def _kernel():
         chk_need=ione,
         chk_next=ione,
         first_counted=0,
-        **work_arrays(1, 1, 2),
+        **work_arrays(1, 1, 2, checks=True),
         stop=np.zeros(1, np.int64),
     ).frozen()
     simulate_kernel(*warm)

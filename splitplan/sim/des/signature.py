@@ -20,18 +20,20 @@ I32 = npt.NDArray[np.int32]
 # int32 words of one request's state row in the kernel (one 64-byte cache line)
 REQUEST_ROW_WORDS = 16
 # the kernel's writable arrays: its large working state and its per-request outputs
-WORK_FIELDS = ("work_rq", "work_wait", "out_ttft", "out_e2e", "out_pstart")
+WORK_FIELDS = ("work_rq", "work_wait", "work_chk", "out_ttft", "out_e2e", "out_pstart")
 
 
-def work_arrays(n_requests: int, n_machines: int, wait_cap: int) -> dict[str, np.ndarray]:
+def work_arrays(n_requests: int, n_machines: int, wait_cap: int, checks: bool) -> dict[str, np.ndarray]:
     """The kernel's writable arrays, allocated by numpy rather than inside the kernel: numpy
     advises allocations of 4 MB and more for transparent huge pages, and the kernel reads and writes
     request rows, queues and outputs at random (by request id, by machine), so with 4 kB pages most
     of those accesses at fleet scale would miss the TLB (7,000 req/s on 2,000 machines: 840k
-    request rows, 54 MB). The outputs start NaN (not reached); the rest the kernel initializes."""
+    request rows, 54 MB). The outputs start NaN (not reached); the rest the kernel initializes.
+    `checks`: the run has failure checks, whose per-request row (4 float64) `work_chk` holds."""
     return {
         "work_rq": np.empty(n_requests * REQUEST_ROW_WORDS + 16, np.int32),
         "work_wait": np.empty(wait_cap * n_machines, np.int32),
+        "work_chk": np.empty(((n_requests if checks else 1) + 2) * 4, np.float64),
         "out_ttft": np.full(n_requests, np.nan),
         "out_e2e": np.full(n_requests, np.nan),
         "out_pstart": np.full(n_requests, np.nan),
@@ -93,6 +95,7 @@ class KernelArgs(NamedTuple):
     first_counted: int  # the first request the percentiles count (arrivals from the warm-up on)
     work_rq: I32  # writable (WORK_FIELDS, `work_arrays`): request state rows, + 16 for alignment
     work_wait: I32  # machines' queues: wait_cap × machines
+    work_chk: F64  # failure checks: a row of 4 per request (+ 8 for alignment), else 1 row
     out_ttft: F64  # per request, NaN where not reached: TTFT, E2E, prompt start (the results)
     out_e2e: F64
     out_pstart: F64

@@ -31,7 +31,7 @@ def test_frozen_arguments_are_read_only_and_typed():
                "retry_s": 1, "max_backlog_s": 2, "wait_cap": 5, "prompt_interrupts": 0,
                "reserve_decode": 1, "chunked": 0, "chunk_budget": 8, "decode_first": 1,
                "first_counted": 0}  # fmt: skip
-    work = work_arrays(3, 2, 4)
+    work = work_arrays(3, 2, 4, checks=True)
     ka = KernelArgs(**{f: work.get(f, scalars.get(f, np.arange(3))) for f in KernelArgs._fields})
     fz = ka.frozen()
     for name in WORK_FIELDS:  # the kernel's own arrays: passed as they are, writable

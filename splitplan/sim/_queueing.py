@@ -82,10 +82,11 @@ def bisect_increasing(
     return 0.5 * (lo + hi)
 
 
-def row_percentiles(values: FloatArray, pcts: tuple[int, ...]) -> FloatArray:
+def row_percentiles(values: FloatArray, pcts: tuple[int, ...], *, overwrite: bool = False) -> FloatArray:
     """Percentiles along the last axis with numpy's linear method, via one partition.
 
     Returns an array of shape (len(pcts), rows). Faster than np.percentile on many short rows.
+    `overwrite`: partition `values` in place (a caller done with them saves the copy).
     """
     n = values.shape[-1]
     pos = np.array(pcts, dtype=np.float64) / 100.0 * (n - 1)
@@ -95,7 +96,11 @@ def row_percentiles(values: FloatArray, pcts: tuple[int, ...]) -> FloatArray:
     exact = frac == 0.0
     # positions that fall on a sample need no upper neighbour (fewer partition pivots)
     kth = np.unique(np.concatenate([lo, hi[~exact]]))
-    part = np.partition(values, kth, axis=-1)
+    if overwrite:
+        values.partition(kth, axis=-1)
+        part = values
+    else:
+        part = np.partition(values, kth, axis=-1)
     hi = np.where(exact, lo, hi)
     vlo = part[..., lo]
     vhi = part[..., hi]

@@ -30,7 +30,9 @@ percentiles come from per-request latencies just as in the discrete-event simula
 - Token pool: on the token machines that remain, the steady-state decode batch per machine N
   solves Little's law N = (λ/T_eff)·E[o − 1]·τ(N) with τ the decode iteration time at batch N (a
   vectorized bisection); memory (KV of prompt + output tokens per resident request) and the batch
-  cap bound N. Decode time of a request = KV transfer + a join delay + (o − 1)·τ(N).
+  cap bound N. Decode time of a request = KV transfer + a join delay + (o − 1)·τ(N'), N' the
+  batch over its own decode phase: the trace is finite, so the batch fills over the first decodes'
+  lifetimes and drains after the last arrival (`_ResidentRamp`, the baselines' too).
 - Baselines (mixed batching): the same machine alternates prompt-priority mixed iterations and
   decode-only ones; the decode batch is the fixed point of token throughput = iteration rate ×
   batch, and each request's decode phase is inflated by the prompt iterations that land in it
@@ -421,15 +423,23 @@ def evaluate_grid(
         run = sctx.evaluate
     for s in range(0, npts, chunk):
         e = min(npts, s + chunk)
-        ttft, tbt, e2e, st, rho_p, rho_t, nbat = run(pm[s:e], tm[s:e], lam[s:e])
+        ttft, tbt, e2e, st, rho_p, rho_t, nbat, same_ttft = run(pm[s:e], tm[s:e], lam[s:e])
         stable[s:e], up[s:e], ut[s:e], nb[s:e] = st, rho_p, rho_t, nbat
         for name, lat, ref in (
             ("ttft", ttft, sample.ref_ttft),
             ("tbt", tbt, sample.ref_tbt),
             ("e2e", e2e, sample.ref_e2e),
         ):
-            q_lat = row_percentiles(lat, PERCENTILES)
-            q_sd = row_percentiles(lat / ref, PERCENTILES)
+            back = None
+            if name == "ttft" and same_ttft is not None:
+                # rows with the same TTFTs (a split design's quiet prompt pools): each once
+                _, first, back = np.unique(same_ttft, return_index=True, return_inverse=True)
+                lat = lat[first]
+            # the latencies are this chunk's own (nothing reads them after): partitioned in place
+            q_sd = row_percentiles(lat / ref, PERCENTILES, overwrite=True)
+            q_lat = row_percentiles(lat, PERCENTILES, overwrite=True)
+            if back is not None:
+                q_sd, q_lat = q_sd[:, back.reshape(-1)], q_lat[:, back.reshape(-1)]
             for j, pct in enumerate(PERCENTILES):
                 out_lat[f"{name}_p{pct}"][s:e] = q_lat[j]
                 out_sd[f"{name}_p{pct}"][s:e] = q_sd[j]
@@ -532,6 +542,25 @@ class _SplitContext:
         self.wait_cap = np.maximum(scenario.sim.prompt_full_tokens - p, 0.0) * per_token_s
         self.tau_grid = _tau(self.token_perf, self.grid, self.ctx_per_req)
         self.decode_capacity = self.nmax / float(self.tau_grid[-1])  # decode tokens/s per machine
+        # The token pool's batch fills and drains over the finite trace like a baseline's
+        # (`_ResidentRamp`): a request decodes in the batch over its own phase, N·share, at τ(N·share).
+        # The steady batch N fixes the iteration time τ(N) and so the share, so a request's decode
+        # time is a function of N alone: tabulated once on the batch grid (per node, and the step to
+        # the next one) and interpolated per point (`_decode_phase`). A search evaluates the same
+        # design on the same sample again and again: the table is kept.
+        ramp = _ResidentRamp.of(np.maximum(sample.o_all - 1.0, 0.0))
+        arrays = (self.grid, self.tau_grid, self.dec, sample.t_s, ramp.knots, ramp.g)
+        key = (*(a.tobytes() for a in arrays), sample.duration_s)
+        table = _RAMP_TABLES.get(key)
+        if table is None:
+            rate = 1.0 / np.maximum(self.tau_grid, 1e-12)
+            share = ramp.over(
+                sample.t_s[None, :] * rate[:, None], self.dec[None, :], (sample.duration_s * rate)[:, None]
+            )
+            decode = np.interp(self.grid[:, None] * share, self.grid, self.tau_grid) * self.dec[None, :]
+            table = np.stack([decode[:-1], np.diff(decode, axis=0)])
+            _RAMP_TABLES.put(key, table)
+        self.ramp_decode, self.ramp_step = table[0], table[1]
         self.dec_sorted = np.sort(self.dec)
         self.dec_index = np.arange(len(self.dec_sorted), dtype=np.float64)
         # the admission chain (`_chain_position`): the share of the workload's prompt work that
@@ -565,6 +594,17 @@ class _SplitContext:
         self.queue_levels = np.arange(len(self.queue_packed), dtype=np.float64)
         self.fit_level = np.clip(np.floor((full - p) / mean_p - 1.0), 0.0, _MAX_QUEUE_LEVELS)
         self.queue_first = _QueueFirst(sample.p_all, service_all, float(self.fits[1]))
+
+    def _decode_phase(self, nbat: FloatArray) -> FloatArray:
+        """Per point (steady batch N) and sampled request: the time of its o − 1 decode iterations
+        in the batch over its own phase of the trace, linear in N between the batch grid's nodes."""
+        j = np.clip(np.searchsorted(self.grid, nbat, side="right") - 1, 0, len(self.grid) - 2)
+        lo, hi = self.grid[j], self.grid[j + 1]
+        w = np.clip((nbat - lo) / np.maximum(hi - lo, 1e-300), 0.0, 1.0)[:, None]
+        step = self.ramp_step[j]
+        step *= w
+        step += self.ramp_decode[j]
+        return step
 
     def _longest_decode(self, nbat: FloatArray) -> FloatArray:
         """Decode iterations of the longest of N + 1 decodes (the sample's N/(N + 1) quantile)."""
@@ -638,7 +678,9 @@ class _SplitContext:
         pu = uniq[:, 0].astype(np.int64)
         _, offered_u, excess_u, overflow_u, wait_u, over_u = self._prompt_pool(pu, uniq[:, 1])
         offered, excess, overflow = offered_u[inv], excess_u[inv], overflow_u[inv]
-        wait, over_i = wait_u[inv], over_u[inv]
+        over_i = over_u[inv]
+        # a request's TTFT in the prompt pool: its wait plus its prompt (per distinct pair too)
+        ttft = (wait_u + self.service[None, :])[inv]
         # borrowed machines: each absorbs `mixed_prompt_capacity` erlangs of prompt work
         borrowed = excess / (cal.mixed_prompt_capacity * self.mixed_speed)
         # Even rare overflows cost token machines: a borrowed machine returns only once the batch
@@ -682,17 +724,28 @@ class _SplitContext:
         rho_t = (lam * self.mean_dec / self.decode_capacity + borrowed) / T
         ok = rho_t < 1.0
         rho_p = offered / P  # above full_utilization the excess overflows
-        ttft_pool = wait + self.service[None, :]
         # an overflowed prompt found every prompt queue at its cap and joins a mixed machine's
+        # (computed for those requests alone)
         frac = np.minimum(1.0, cal.overflow_wait_fraction + cal.overflow_wait_growth * overflow)
-        ttft_mixed = frac[:, None] * self.wait_cap[None, :] + (0.5 * tau)[:, None] + self.mix_solo[None, :]
-        ttft = np.where(over_i, ttft_mixed, ttft_pool)
+        ro, co = np.nonzero(over_i)
+        ttft[ro, co] = frac[ro] * self.wait_cap[co] + (0.5 * tau)[ro] + self.mix_solo[co]
         join = cal.join_fraction * tau * np.minimum(nbat, 1.0)
-        backlog = np.maximum(rho_t - 1.0, 0.0)[:, None] * s.t_s[None, :]
-        decode = self.xfer[None, :] + join[:, None] + self.dec[None, :] * tau[:, None] + backlog
+        # Each request decodes in the batch of its own part of the finite trace (`_decode_phase`):
+        # with the steady batch for all, TBT came out flat across the percentiles where the DES's
+        # P50 lies below its P99 (a trace's first tenth decodes at 0.9–1.0× the unloaded TBT against
+        # ~1.25× once the batch is full, conversation preset at 60 s).
+        decode = self.xfer[None, :] + join[:, None]
+        decode += self._decode_phase(nbat)
+        over_t = rho_t > 1.0  # the backlog of an overloaded pool grows through the trace
+        if over_t.any():
+            decode[over_t] += (rho_t[over_t] - 1.0)[:, None] * s.t_s[None, :]
         e2e = ttft + decode
         tbt = decode / s.o[None, :]
-        return ttft, tbt, e2e, ok, rho_p, rho_t, nbat
+        # the rows of one prompt pool where no request overflows have the same TTFTs whatever their
+        # token pool (`evaluate_grid` takes their percentiles once)
+        quiet = ~over_u.any(axis=1)
+        same = np.where(quiet[inv], inv, len(uniq) + np.arange(len(inv)))
+        return ttft, tbt, e2e, ok, rho_p, rho_t, nbat, same
 
 
 class _QueueFirst:
@@ -797,14 +850,15 @@ class _BoundedCache:
         return self.data.get(key)
 
     def put(self, key: object, value: FloatArray) -> None:
-        if self.kept + len(value) > self.entries:
+        if self.kept + value.size > self.entries:
             self.data.clear()
             self.kept = 0
         self.data[key] = value
-        self.kept += len(value)
+        self.kept += value.size
 
 
 _LOG_ADMITS = _BoundedCache(1 << 22)  # 32 MB of admission products over every pool size seen
+_RAMP_TABLES = _BoundedCache(1 << 22)  # 32 MB of split designs' decode-phase tables (`_SplitContext`)
 # between c and 2c prompts the log of the admission products (L) is followed in straight pieces
 # within this much (0.01 % of a state's weight), in at most this many pieces
 _ADMIT_LOG_TOLERANCE = 1e-4
@@ -1205,7 +1259,7 @@ class _BaselineContext:
         decode = (self.dec[None, :] - k) * taud + k * per_mixed + backlog
         e2e = ttft + decode
         tbt = decode / s.o[None, :]
-        return ttft, tbt, e2e, ok, rho_p, rho_t, nbat
+        return ttft, tbt, e2e, ok, rho_p, rho_t, nbat, None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1403,7 +1457,7 @@ class _ChunkedContext:
         decode = self.dec[None, :] * tau[:, None] + chunks * extra[:, None] + backlog
         e2e = ttft + decode
         tbt = decode / s.o[None, :]
-        return ttft, tbt, e2e, ok, rho_p, rho_t, nbat
+        return ttft, tbt, e2e, ok, rho_p, rho_t, nbat, None
 
 
 __all__ = [

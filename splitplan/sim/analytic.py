@@ -434,12 +434,12 @@ def evaluate_grid(
             if name == "ttft" and same_ttft is not None:
                 # rows with the same TTFTs (a split design's quiet prompt pools): each once
                 _, first, back = np.unique(same_ttft, return_index=True, return_inverse=True)
-                lat = lat[first]
+                lat, back = lat[first], back.reshape(-1)
             # the latencies are this chunk's own (nothing reads them after): partitioned in place
             q_sd = row_percentiles(lat / ref, PERCENTILES, overwrite=True)
             q_lat = row_percentiles(lat, PERCENTILES, overwrite=True)
             if back is not None:
-                q_sd, q_lat = q_sd[:, back.reshape(-1)], q_lat[:, back.reshape(-1)]
+                q_sd, q_lat = q_sd[:, back], q_lat[:, back]
             for j, pct in enumerate(PERCENTILES):
                 out_lat[f"{name}_p{pct}"][s:e] = q_lat[j]
                 out_sd[f"{name}_p{pct}"][s:e] = q_sd[j]
@@ -598,11 +598,9 @@ class _SplitContext:
     def _decode_phase(self, nbat: FloatArray) -> FloatArray:
         """Per point (steady batch N) and sampled request: the time of its o − 1 decode iterations
         in the batch over its own phase of the trace, linear in N between the batch grid's nodes."""
-        j = np.clip(np.searchsorted(self.grid, nbat, side="right") - 1, 0, len(self.grid) - 2)
-        lo, hi = self.grid[j], self.grid[j + 1]
-        w = np.clip((nbat - lo) / np.maximum(hi - lo, 1e-300), 0.0, 1.0)[:, None]
+        j, w = _grid_position(self.grid, nbat)
         step = self.ramp_step[j]
-        step *= w
+        step *= w[:, None]
         step += self.ramp_decode[j]
         return step
 
@@ -863,6 +861,14 @@ _RAMP_TABLES = _BoundedCache(1 << 22)  # 32 MB of split designs' decode-phase ta
 # within this much (0.01 % of a state's weight), in at most this many pieces
 _ADMIT_LOG_TOLERANCE = 1e-4
 _ADMIT_RUNS_MAX = 64
+
+
+def _grid_position(grid: FloatArray, x: FloatArray) -> tuple[IntArray, FloatArray]:
+    """Per value of x: the node j of an increasing grid below it (0 … len − 2) and its weight
+    towards node j + 1 in [0, 1] (clamped outside the grid), for tables tabulated on the grid."""
+    j = np.clip(np.searchsorted(grid, x, side="right") - 1, 0, len(grid) - 2)
+    w = np.clip((x - grid[j]) / np.maximum(grid[j + 1] - grid[j], 1e-300), 0.0, 1.0)
+    return j, w
 
 
 def _log_geometric(log_g: FloatArray, k: FloatArray) -> FloatArray:
@@ -1409,11 +1415,8 @@ class _ChunkedContext:
 
     def _interp_rows(self, nbat: FloatArray, table: FloatArray) -> FloatArray:
         """table (grid × requests) at each point's decode batch, linear in the grid."""
-        g = self.grid
-        hi = np.clip(np.searchsorted(g, nbat, side="right"), 1, len(g) - 1)
-        lo = hi - 1
-        w = np.clip((nbat - g[lo]) / np.maximum(g[hi] - g[lo], 1e-300), 0.0, 1.0)
-        return table[lo] * (1.0 - w)[:, None] + table[hi] * w[:, None]
+        lo, w = _grid_position(self.grid, nbat)
+        return table[lo] * (1.0 - w)[:, None] + table[lo + 1] * w[:, None]
 
     def evaluate(self, pm: IntArray, tm: IntArray, lam: FloatArray):
         s, cal, g = self.s, self.cal, self.grid

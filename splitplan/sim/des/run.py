@@ -315,14 +315,25 @@ def run_kernel(args: KernelArgs) -> KernelRun:
     Interruptible: called from the main thread, the kernel (which releases the GIL) runs in a
     worker thread while the main thread waits, so Ctrl-C — or any exception a signal handler
     raises, e.g. one installed by `sigterm_raises_keyboard_interrupt` — reaches Python at once.
-    The waiting thread then sets `args.stop`, the kernel returns within `STOP_POLL_EVENTS`
-    events (about a millisecond), and the exception propagates: a clean KeyboardInterrupt, no
-    half-finished result. From other threads (signals only reach the main thread) the kernel runs
-    in the calling thread; setting `args.stop` from elsewhere stops it too (KeyboardInterrupt).
-    The wall time excludes loading or compiling the kernel (done once per process by `_kernel`).
+    The waiting thread then sets `args.stop`, waits until the kernel has returned (within
+    `STOP_POLL_EVENTS` events, about a millisecond) and re-raises: a clean KeyboardInterrupt, no
+    half-finished result and no kernel left running. From other threads (signals only reach the
+    main thread) the kernel runs in the calling thread; setting `args.stop` from elsewhere stops
+    it too (KeyboardInterrupt). The wall time excludes loading or compiling the kernel (done once
+    per process by `_kernel`).
+
+    Why an event and a blocked mask rather than `Thread.join`: a process-directed signal goes to
+    any thread that does not block it, and a Python handler only runs once the main thread wakes;
+    if the kernel thread took the signal, a main thread blocked in `join` slept until the whole
+    run ended. The kernel thread is started with SIGINT and SIGTERM blocked (it inherits the mask
+    the main thread holds while starting it), and the main thread waits in slices of
+    `_WAIT_SLICE_S`, so a signal taken by any other thread (a library's) is handled within one
+    slice. And an interrupted `join` marks the thread finished while it still runs (CPython's
+    tstate-lock handling), so completion is an event the worker sets as its last act.
     """
     kernel = _kernel()
     box: dict[str, object] = {}
+    done = threading.Event()
 
     def work() -> None:
         try:
@@ -332,20 +343,25 @@ def run_kernel(args: KernelArgs) -> KernelRun:
             box["cpu"] = time.thread_time() - cpu
         except BaseException as exc:  # pragma: no cover - the kernel raises nothing by design
             box["error"] = exc
+        finally:
+            done.set()
 
     if threading.current_thread() is threading.main_thread():
         worker = threading.Thread(target=work, name="splitplan-des-kernel")
-        worker.start()
+        with _signals_blocked():  # the worker inherits the mask; a pending signal waits for us
+            worker.start()
         try:
-            worker.join()
+            while not done.wait(_WAIT_SLICE_S):
+                pass
         except BaseException:
             args.stop[0] = 1
-            while worker.is_alive():
+            while not done.is_set():
                 try:
-                    worker.join()
+                    done.wait(_WAIT_SLICE_S)
                 except BaseException:  # a second Ctrl-C while the kernel stops (≤ ~1 ms): wait
                     continue
             raise
+        worker.join()
     else:
         work()
     if "error" in box:  # pragma: no cover
@@ -354,6 +370,26 @@ def run_kernel(args: KernelArgs) -> KernelRun:
     if raw.status == STATUS_INTERRUPTED:
         raise KeyboardInterrupt("simulation stopped")
     return KernelRun(raw, float(box["wall"]), float(box["cpu"]))  # type: ignore[arg-type]
+
+
+# how long the main thread sleeps at a time while the kernel runs: the latency of a signal some
+# other thread took (see run_kernel)
+_WAIT_SLICE_S = 0.05
+_STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+@contextmanager
+def _signals_blocked() -> Iterator[None]:
+    """SIGINT and SIGTERM held pending in the calling thread within the block (where the platform
+    has per-thread signal masks); threads started inside inherit the mask."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - Windows
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 @contextmanager

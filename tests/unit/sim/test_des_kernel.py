@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import pytest
@@ -85,7 +84,7 @@ SCRIPT = textwrap.dedent(
     def announce():
         while not any(t.name == "splitplan-des-kernel" for t in threading.enumerate()):
             time.sleep(0.0005)
-        print("kernel running", flush=True)
+        print("running", time.process_time(), flush=True)
 
     threading.Thread(target=announce, daemon=True).start()
     try:
@@ -93,7 +92,7 @@ SCRIPT = textwrap.dedent(
             simulate_des(cfg, sc)
         print("finished", flush=True)
     except KeyboardInterrupt:
-        print("interrupted", time.monotonic(), flush=True)
+        print("interrupted", time.process_time(), flush=True)
         sys.exit(130)
     """
 )
@@ -107,17 +106,20 @@ def test_a_signal_during_the_compiled_loop_is_a_clean_keyboard_interrupt(tmp_pat
         [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        assert proc.stdout.readline().strip() == "kernel running"
-        sent = time.monotonic()  # CLOCK_MONOTONIC: the same clock in both processes
+        word, running_cpu_s = proc.stdout.readline().split()
+        assert word == "running"
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=300)
     finally:
         proc.kill()
-    word, at = out.split()
+    word, interrupted_cpu_s = out.split()
     assert word == "interrupted", (out, err)
     assert proc.returncode == 130
     assert "Traceback" not in err, err
     assert "SystemError" not in err, err
-    # the whole 3.4M-request run takes well over 5 s of CPU; the interrupt must not wait for it (a
-    # generous bound for a loaded machine: the kernel looks at its stop flag about every millisecond)
-    assert float(at) - sent < 3.0
+    # the whole 3.4M-request run takes well over 5 s of CPU; the interrupt must not wait for it. The
+    # bound is on the CPU the process spends between the kernel starting and the interrupt (the
+    # kernel looks at its stop flag about every millisecond), not on wall time: another load on the
+    # machine stretches the wall time between the signal and its handler, not the CPU the kernel
+    # burns meanwhile
+    assert float(interrupted_cpu_s) - float(running_cpu_s) < 1.5

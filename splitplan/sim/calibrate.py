@@ -4,6 +4,7 @@
     python -m splitplan.sim.calibrate fit [--write] [--jobs 1]
     python -m splitplan.sim.calibrate fit-chunked [--write]
     python -m splitplan.sim.calibrate score [--set training|validation|both]
+    python -m splitplan.sim.calibrate reproducibility [--set training|validation|both] [--shift 1]
 
 `generate` draws cases at random (seeded) over the space users search — both baselines, the four
 paper designs, custom GPU pairs of the catalog's nodes, whole-node and tensor-parallel instances
@@ -23,6 +24,16 @@ validation in odd ones), and half of the validation cases use models the trainin
 `--write` stores them in data/sim/analytic_calibration.toml with the training set's fingerprint,
 the objective, the date and the command. It prints in-sample and held-out scores side by side;
 the validation set never enters the fit.
+
+`reproducibility` runs the DES again on another realization of every case (workload seed +
+`--shift`: other arrivals and request sizes from the same source at the same rate) at the same
+points and rows, and scores that DES against the stored one exactly as `score` scores the
+evaluator, beside the evaluator's scores on both realizations. A DES verdict near the frontier is
+itself a random variable: an evaluator that does not see a realization's own queueing cannot
+agree with one realization more often than a perfect predictor of the verdict's majority would —
+somewhere between the two realizations' agreement a and (1 + a) / 2 — and its frontier rows
+cannot land within one machine of one realization's much more often than another realization's
+do. These are the scale against which the evaluator's figures read.
 
 `fit-chunked` refits the chunked-prefill model's correction (`ChunkedCalibration`) on the stored
 chunked DES sweeps (tests/golden/des_grids/chunked.npz: 70 req/s in-sample, 35 and 105 req/s held
@@ -602,13 +613,19 @@ def case_predictions(
 
 def score(s: DesSet, calibration=None, *, probe: bool = False, cases=None) -> Score:
     """Agreement of the evaluator (with `calibration`) with the DES on the set (or some cases)."""
+    return _agreement(s, lambda i: case_predictions(s, i, calibration, probe=probe), probe=probe, cases=cases)
+
+
+def _agreement(s: DesSet, predict, *, probe: bool = False, cases=None) -> Score:
+    """How far a predictor agrees with the set's DES: per case, `predict(i)` gives its verdicts on
+    the case's points (in the set's order) and its frontier per walked prompt count."""
     chosen = range(len(s.cases)) if cases is None else cases
     agree_n = uni_n = uni_ok = 0
     points = 0
     per_case = []
     ok_rows = rows_n = 0
     for i in chosen:
-        pts, fronts = case_predictions(s, i, calibration, probe=probe)
+        pts, fronts = predict(i)
         same = pts == s.meets[s.case == i]
         agree_n += int(np.sum(same))
         uni = s.uniform[s.case == i]
@@ -622,7 +639,7 @@ def score(s: DesSet, calibration=None, *, probe: bool = False, cases=None) -> Sc
             good = [abs(int(fronts[int(s.front_prompt[r])]) - int(s.front_des[r])) <= 1 for r in rows]
         ok_rows += sum(good)
         rows_n += len(rows)
-        per_case.append(float(np.mean(good)))
+        per_case.append(float(np.mean(good)) if good else 1.0)
     return Score(
         points=points,
         agreement=agree_n / max(points, 1),
@@ -630,9 +647,84 @@ def score(s: DesSet, calibration=None, *, probe: bool = False, cases=None) -> Sc
         uniform_agreement=uni_ok / max(uni_n, 1),
         rows=rows_n,
         frontier_within_one=ok_rows / max(rows_n, 1),
-        worst_case_frontier=min(per_case),
-        cases_frontier_ok=float(np.mean(np.asarray(per_case) >= 0.95)),
+        worst_case_frontier=min(per_case, default=1.0),
+        cases_frontier_ok=float(np.mean(np.asarray(per_case) >= 0.95)) if per_case else 1.0,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# the DES against itself: another realization of every case
+
+
+def rerun(s: DesSet, shift: int, jobs: int = 2) -> tuple[DesSet, list[int]]:
+    """Another realization of every case of `s` (workload seed + `shift`: other arrivals and other
+    request sizes from the same source, rate and duration), with the DES run at the same points
+    and the same rows walked. Returns the new set and, per case of it, the case's index in `s`;
+    a case whose new workload cannot run on its machines (a request too large for the KV cache)
+    is left out.
+
+    Why: the DES verdict of one realization is itself a random variable. How often two
+    realizations of a case disagree bounds what any evaluator that does not see the realization's
+    queueing can reach against one of them (module doc of `reproducibility`)."""
+    from joblib import Parallel, delayed
+
+    tasks = []
+    for i, case in enumerate(s.cases):
+        at = np.flatnonzero(s.case == i)
+        rows = np.flatnonzero(s.front_case == i)
+        walks = [(int(s.front_prompt[r]), int(s.front_des[r]), int(s.front_top[r])) for r in rows]
+        tasks.append(
+            delayed(_rerun_case)(
+                replace(case, seed=case.seed + shift), s.prompt[at].tolist(), s.token[at].tolist(), walks
+            )
+        )
+    t0 = time.perf_counter()
+    results = Parallel(n_jobs=jobs)(tasks)
+    for r, i in zip(results, range(len(s.cases)), strict=True):
+        if r is not None:
+            r["uniform"] = s.uniform[s.case == i].tolist()
+    meta = {**s.meta, "realization_shift": shift, "wall_s": round(time.perf_counter() - t0, 1)}
+    return _assemble(results, meta), [i for i, r in enumerate(results) if r is not None]
+
+
+def _rerun_case(
+    case: Case, prompts: list[int], tokens: list[int], walks: list[tuple[int, int, int]]
+) -> dict | None:
+    try:
+        design, sc = case.build()
+        runs = {(p, t): _des(design, sc, p, t) for p, t in zip(prompts, tokens, strict=True)}
+        fronts = []
+        for p, start, top in walks:
+            if design.is_baseline:
+                f, _ = _frontier(lambda x: _des(design, sc, x, 0), min(start, top), 1, top)
+            else:
+                f, _ = _frontier(lambda x, p=p: _des(design, sc, p, x), min(start, top), 1, top)
+            fronts.append((p, f, top))
+    except SplitplanError:
+        return None
+    return {
+        "case": asdict(case),
+        "uniform": [],
+        "prompt": prompts,
+        "token": tokens,
+        "meets": [runs[k][0] for k in zip(prompts, tokens, strict=True)],
+        "stable": [runs[k][1] for k in zip(prompts, tokens, strict=True)],
+        "slowdown": [runs[k][2] for k in zip(prompts, tokens, strict=True)],
+        "fronts": fronts,
+    }
+
+
+def realization_agreement(s: DesSet, other: DesSet, kept: list[int]) -> Score:
+    """The DES of `other` (from `rerun`) scored against the DES of `s` as `score` scores the
+    evaluator: verdicts on the same points, frontiers on the same rows, over the cases kept."""
+    rows_of = {i: np.flatnonzero(other.front_case == j) for j, i in enumerate(kept)}
+
+    def predict(i: int) -> tuple[np.ndarray, dict[int, int]]:
+        j = kept.index(i)
+        fronts = {int(other.front_prompt[r]): int(other.front_des[r]) for r in rows_of[i]}
+        return other.meets[other.case == j], fronts
+
+    return _agreement(s, predict, cases=kept)
 
 
 GOLDEN_GRIDS = Path(__file__).resolve().parents[2] / "tests" / "golden" / "des_grids"
@@ -940,6 +1032,10 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--write", action="store_true", help=f"store the fit in data/sim/{CALIBRATION_FILE}")
     s = sub.add_parser("score", help="score the shipped Calibration")
     s.add_argument("--set", choices=("training", "validation", "both"), default="both")
+    r = sub.add_parser("reproducibility", help="score the DES against another realization of every case")
+    r.add_argument("--set", choices=("training", "validation", "both"), default="validation")
+    r.add_argument("--shift", type=int, default=1, help="workload seed offset of the other realization")
+    r.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
     out = sim_data_dir()
     if args.cmd == "generate":
@@ -979,6 +1075,20 @@ def main(argv: list[str] | None = None) -> int:
         for name, ds in (("training", train), ("validation", val)):
             if args.set in (name, "both"):
                 print(f"{name:<11}", score(ds, CALIBRATION).line())
+        return 0
+    if args.cmd == "reproducibility":
+        if args.shift == 0:
+            print("error: --shift must not be 0 (that is the stored realization)", file=sys.stderr)
+            return 2
+        for name, ds in (("training", train), ("validation", val)):
+            if args.set not in (name, "both"):
+                continue
+            other, kept = rerun(ds, args.shift, args.jobs)
+            shift, wall = f"{args.shift:+d}", other.meta["wall_s"]
+            print(f"{name}: {len(kept)} of {len(ds.cases)} cases ran again at seed {shift} ({wall:.0f} s)")
+            print(f"  DES at seed {shift} vs the stored DES ", realization_agreement(ds, other, kept).line())
+            print("  evaluator vs the stored DES      ", score(ds, CALIBRATION, cases=kept).line())
+            print(f"  evaluator vs the DES at seed {shift}", score(other, CALIBRATION).line())
         return 0
     before = {"training": score(train, CALIBRATION), "validation": score(val, CALIBRATION)}
     cal, _ = fit(train, CALIBRATION, args.rounds)

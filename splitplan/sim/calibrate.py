@@ -727,6 +727,51 @@ def realization_agreement(s: DesSet, other: DesSet, kept: list[int]) -> Score:
     return _agreement(s, predict, cases=kept)
 
 
+@dataclass(frozen=True, slots=True)
+class Majority:
+    """Verdicts against the majority of several realizations of each case (the stored one first)."""
+
+    realizations: int
+    points: int
+    stored_agreement: float  # the stored DES against the majority
+    evaluator_agreement: float  # the evaluator (on the stored realization) against the majority
+    unanimous: int  # points where every realization's DES gives the same verdict
+    evaluator_wrong_on_unanimous: int  # the evaluator's systematic misses: against every realization
+
+    def line(self) -> str:
+        return (
+            f"majority of {self.realizations} realizations over {self.points} points: stored DES "
+            f"{self.stored_agreement:6.1%}, evaluator {self.evaluator_agreement:6.1%}; every realization "
+            f"agrees on {self.unanimous}, the evaluator misses {self.evaluator_wrong_on_unanimous} of them"
+        )
+
+
+def majority(s: DesSet, others: list[tuple[DesSet, list[int]]], calibration=None) -> Majority:
+    """The stored DES and the evaluator against the per-point majority of the stored realization
+    and the `rerun`s (ties, with an even count, go to "fails"), over the cases every rerun kept.
+    A miss where every realization agrees is the evaluator's own error, not the verdict's noise."""
+    kept = sorted(set.intersection(*(set(k) for _, k in others)))
+    stored, votes, model = [], [], []
+    for i in kept:
+        at = s.case == i
+        stored.append(s.meets[at])
+        votes.append(np.stack([s.meets[at]] + [o.meets[o.case == k.index(i)] for o, k in others]))
+        model.append(case_predictions(s, i, calibration)[0])
+    d0 = np.concatenate(stored).astype(bool)
+    v = np.concatenate(votes, axis=1).astype(int)
+    an = np.concatenate(model).astype(bool)
+    major = 2 * v.sum(axis=0) > v.shape[0]
+    same = (v == v[0]).all(axis=0)
+    return Majority(
+        realizations=v.shape[0],
+        points=len(d0),
+        stored_agreement=float(np.mean(d0 == major)),
+        evaluator_agreement=float(np.mean(an == major)),
+        unanimous=int(same.sum()),
+        evaluator_wrong_on_unanimous=int(np.sum(same & (an != d0))),
+    )
+
+
 GOLDEN_GRIDS = Path(__file__).resolve().parents[2] / "tests" / "golden" / "des_grids"
 GOLDEN_MIN_AGREEMENT = 0.95  # tests/accuracy/test_analytic_vs_des.py's criteria
 GOLDEN_SPLIT = ("splitwise-hh", "splitwise-ha")
@@ -1016,6 +1061,20 @@ def write_chunked_calibration(cal, scores: dict[str, ChunkedScore], path: Path) 
     )
 
 
+def _print_reproducibility(name: str, ds: DesSet, shifts: list[int], jobs: int, calibration) -> None:
+    others = []
+    for offset in shifts:
+        other, kept = rerun(ds, offset, jobs)
+        others.append((other, kept))
+        shift, wall = f"{offset:+d}", other.meta["wall_s"]
+        print(f"{name}: {len(kept)} of {len(ds.cases)} cases ran again at seed {shift} ({wall:.0f} s)")
+        print(f"  DES at seed {shift} vs the stored DES ", realization_agreement(ds, other, kept).line())
+        print("  evaluator vs the stored DES      ", score(ds, calibration, cases=kept).line())
+        print(f"  evaluator vs the DES at seed {shift}", score(other, calibration).line())
+    if len(others) > 1:
+        print(f"{name}:", majority(ds, others, calibration).line())
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m splitplan.sim.calibrate", description=__doc__.splitlines()[0]
@@ -1034,7 +1093,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--set", choices=("training", "validation", "both"), default="both")
     r = sub.add_parser("reproducibility", help="score the DES against another realization of every case")
     r.add_argument("--set", choices=("training", "validation", "both"), default="validation")
-    r.add_argument("--shift", type=int, default=1, help="workload seed offset of the other realization")
+    r.add_argument(
+        "--shift", type=int, nargs="+", default=[1], help="workload seed offsets of the other realizations"
+    )
     r.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
     out = sim_data_dir()
@@ -1077,18 +1138,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name:<11}", score(ds, CALIBRATION).line())
         return 0
     if args.cmd == "reproducibility":
-        if args.shift == 0:
-            print("error: --shift must not be 0 (that is the stored realization)", file=sys.stderr)
+        if 0 in args.shift or len(set(args.shift)) != len(args.shift):
+            print("error: --shift takes distinct offsets other than 0 (0 is the stored one)", file=sys.stderr)
             return 2
         for name, ds in (("training", train), ("validation", val)):
-            if args.set not in (name, "both"):
-                continue
-            other, kept = rerun(ds, args.shift, args.jobs)
-            shift, wall = f"{args.shift:+d}", other.meta["wall_s"]
-            print(f"{name}: {len(kept)} of {len(ds.cases)} cases ran again at seed {shift} ({wall:.0f} s)")
-            print(f"  DES at seed {shift} vs the stored DES ", realization_agreement(ds, other, kept).line())
-            print("  evaluator vs the stored DES      ", score(ds, CALIBRATION, cases=kept).line())
-            print(f"  evaluator vs the DES at seed {shift}", score(other, CALIBRATION).line())
+            if args.set in (name, "both"):
+                _print_reproducibility(name, ds, args.shift, args.jobs, CALIBRATION)
         return 0
     before = {"training": score(train, CALIBRATION), "validation": score(val, CALIBRATION)}
     cal, _ = fit(train, CALIBRATION, args.rounds)

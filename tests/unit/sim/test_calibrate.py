@@ -107,6 +107,14 @@ def test_the_stored_realization_run_again_agrees_with_its_des_everywhere() -> No
         assert np.array_equal(getattr(again, name), getattr(s, name)), name
     same = cal.realization_agreement(s, again, kept)
     assert (same.agreement, same.frontier_within_one, same.cases_frontier_ok) == (1.0, 1.0, 1.0)
+    # three identical realizations: every point unanimous, and the evaluator's misses against the
+    # majority are exactly its misses against the stored DES
+    vote = cal.majority(s, [(again, kept), (again, kept)])
+    model = cal.score(s)
+    assert (vote.realizations, vote.points, vote.unanimous) == (3, model.points, model.points)
+    assert vote.stored_agreement == 1.0
+    assert vote.evaluator_agreement == pytest.approx(model.agreement)
+    assert vote.evaluator_wrong_on_unanimous == round(model.points * (1 - model.agreement))
 
 
 def test_another_realization_moves_the_seed_and_leaves_out_a_case_it_cannot_run() -> None:
@@ -125,4 +133,5 @@ def test_another_realization_moves_the_seed_and_leaves_out_a_case_it_cannot_run(
 
 def test_reproducibility_refuses_the_stored_realization(capsys) -> None:
     assert cal.main(["reproducibility", "--shift", "0"]) == 2
-    assert "--shift must not be 0" in capsys.readouterr().err
+    assert "--shift takes distinct offsets other than 0" in capsys.readouterr().err
+    assert cal.main(["reproducibility", "--shift", "1", "1"]) == 2

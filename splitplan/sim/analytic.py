@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -507,23 +508,27 @@ class _ScenarioCache:
     Both depend only on the scenario, the design and the corrections, and no evaluation changes
     them, so they are kept. A scenario is recognised by identity (it is frozen, and the entry
     holds it, so its id cannot be reused while the entry lives); at most `scenarios` are kept.
+    Threads may share it (a Dask worker runs tasks in threads): the entries are reordered under a
+    lock; a sample or context two threads build at once is built twice, and either is kept.
     """
 
     def __init__(self, scenarios: int) -> None:
         self.scenarios = scenarios
         # per scenario: (the scenario, its samples by size, its contexts by design and corrections)
         self.entries: list[tuple[Scenario, dict[object, _Sample], dict[object, _Context]]] = []
+        self.lock = threading.Lock()
 
     def _entry(self, scenario: Scenario) -> tuple[Scenario, dict[object, _Sample], dict[object, _Context]]:
-        for i, entry in enumerate(self.entries):
-            if entry[0] is scenario:
-                if i:
-                    self.entries.insert(0, self.entries.pop(i))
-                return entry
-        entry = (scenario, {}, {})
-        self.entries.insert(0, entry)
-        del self.entries[self.scenarios :]
-        return entry
+        with self.lock:
+            for i, entry in enumerate(self.entries):
+                if entry[0] is scenario:
+                    if i:
+                        self.entries.insert(0, self.entries.pop(i))
+                    return entry
+            entry = (scenario, {}, {})
+            self.entries.insert(0, entry)
+            del self.entries[self.scenarios :]
+            return entry
 
     def sample(self, scenario: Scenario, n: int | None) -> _Sample:
         samples = self._entry(scenario)[1]

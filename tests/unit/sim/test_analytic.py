@@ -348,3 +348,40 @@ def test_split_token_pool_short_trace_meets_a_filling_batch() -> None:
     cfg = ClusterConfig(design=d, prompt_machines=12, token_machines=12)
     des = simulate_des(cfg, Scenario(workload=wl, model=model, seed=3))
     assert got[30.0] == pytest.approx(des.slowdown["tbt_p50"], rel=0.1)
+
+
+def test_a_scenario_evaluated_again_reuses_its_sample_and_contexts_with_the_same_results() -> None:
+    """`evaluate_grid` keeps the sample and each design's context of the last two scenarios
+    (`_ScenarioCache`): a second call reuses them and returns what a fresh evaluation does; a third
+    scenario evicts the oldest; the kept sample cannot be written to."""
+    scenarios = [
+        Scenario(
+            workload=make_workload("coding", rate_rps=rate, duration_s=20, seed=5),
+            model=get_model("llama2-70b"),
+        )
+        for rate in (30, 40, 50)
+    ]
+    P, T = np.meshgrid(np.arange(2, 9), np.arange(2, 9), indexing="ij")
+    P, T = P.ravel(), T.ravel()
+    hh, base = get_design("splitwise-hh"), get_design("baseline-h100")
+    analytic._SCENARIOS.entries.clear()
+    first = evaluate_grid(hh, P, T, scenarios[0])
+    evaluate_grid(base, P + 10, np.zeros_like(P), scenarios[0])
+    ((kept, samples, contexts),) = analytic._SCENARIOS.entries
+    assert kept is scenarios[0]
+    assert (len(samples), len(contexts)) == (1, 2)
+    sample = next(iter(samples.values()))
+    assert not sample.p.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        sample.p[0] = 1.0
+    again = evaluate_grid(hh, P[::-1], T[::-1], scenarios[0])  # served from the kept context
+    assert next(iter(analytic._SCENARIOS.entries[0][1].values())) is sample
+    for k in SLO_KEYS:
+        np.testing.assert_array_equal(again.slowdown[k][::-1], first.slowdown[k])
+    analytic._SCENARIOS.entries.clear()
+    fresh = evaluate_grid(hh, P, T, scenarios[0])
+    for k in SLO_KEYS:
+        np.testing.assert_array_equal(fresh.slowdown[k], first.slowdown[k])
+    for sc in scenarios[1:]:
+        evaluate_grid(hh, P, T, sc)
+    assert [e[0] for e in analytic._SCENARIOS.entries] == [scenarios[2], scenarios[1]]

@@ -4,7 +4,7 @@
     python -m splitplan.sim.calibrate fit [--write] [--jobs 1]
     python -m splitplan.sim.calibrate fit-chunked [--write]
     python -m splitplan.sim.calibrate score [--set training|validation|both]
-    python -m splitplan.sim.calibrate reproducibility [--set training|validation|both] [--shift 1]
+    python -m splitplan.sim.calibrate reproducibility [--set training|validation|both] [--shift 1 2 …]
 
 `generate` draws cases at random (seeded) over the space users search — both baselines, the four
 paper designs, custom GPU pairs of the catalog's nodes, whole-node and tensor-parallel instances
@@ -28,12 +28,14 @@ the validation set never enters the fit.
 `reproducibility` runs the DES again on another realization of every case (workload seed +
 `--shift`: other arrivals and request sizes from the same source at the same rate) at the same
 points and rows, and scores that DES against the stored one exactly as `score` scores the
-evaluator, beside the evaluator's scores on both realizations. A DES verdict near the frontier is
-itself a random variable: an evaluator that does not see a realization's own queueing cannot
-agree with one realization more often than a perfect predictor of the verdict's majority would —
-somewhere between the two realizations' agreement a and (1 + a) / 2 — and its frontier rows
-cannot land within one machine of one realization's much more often than another realization's
-do. These are the scale against which the evaluator's figures read.
+evaluator, beside the evaluator's scores on both realizations; with several offsets, also the
+stored DES and the evaluator against the per-point majority of all the realizations. A DES
+verdict near the frontier is itself a random variable: an evaluator that does not see a
+realization's own queueing cannot agree with one realization more often than a perfect predictor
+of the verdict's majority would — somewhere between the two realizations' agreement a and
+(1 + a) / 2 — and its frontier rows cannot land within one machine of one realization's much more
+often than another realization's do. These are the scale against which the evaluator's figures
+read.
 
 `fit-chunked` refits the chunked-prefill model's correction (`ChunkedCalibration`) on the stored
 chunked DES sweeps (tests/golden/des_grids/chunked.npz: 70 req/s in-sample, 35 and 105 req/s held
@@ -665,7 +667,7 @@ def rerun(s: DesSet, shift: int, jobs: int = 2) -> tuple[DesSet, list[int]]:
 
     Why: the DES verdict of one realization is itself a random variable. How often two
     realizations of a case disagree bounds what any evaluator that does not see the realization's
-    queueing can reach against one of them (module doc of `reproducibility`)."""
+    queueing can reach against one of them (the module doc, `reproducibility`)."""
     from joblib import Parallel, delayed
 
     tasks = []
@@ -680,7 +682,7 @@ def rerun(s: DesSet, shift: int, jobs: int = 2) -> tuple[DesSet, list[int]]:
         )
     t0 = time.perf_counter()
     results = Parallel(n_jobs=jobs)(tasks)
-    for r, i in zip(results, range(len(s.cases)), strict=True):
+    for i, r in enumerate(results):
         if r is not None:
             r["uniform"] = s.uniform[s.case == i].tolist()
     meta = {**s.meta, "realization_shift": shift, "wall_s": round(time.perf_counter() - t0, 1)}

@@ -507,13 +507,15 @@ class _ScenarioCache:
     tabulates its service times — 0.1–0.2 s each at 3,000 req/s, as much as the points screened.
     Both depend only on the scenario, the design and the corrections, and no evaluation changes
     them, so they are kept. A scenario is recognised by identity (it is frozen, and the entry
-    holds it, so its id cannot be reused while the entry lives); at most `scenarios` are kept.
-    Threads may share it (a Dask worker runs tasks in threads): the entries are reordered under a
-    lock; a sample or context two threads build at once is built twice, and either is kept.
+    holds it, so its id cannot be reused while the entry lives); at most `scenarios` are kept,
+    each with at most `contexts` contexts. Threads may share it (a Dask worker runs tasks in
+    threads): the entries change under a lock; a sample or context two threads build at once is
+    built twice, and either is kept.
     """
 
-    def __init__(self, scenarios: int) -> None:
+    def __init__(self, scenarios: int, contexts: int = 64) -> None:
         self.scenarios = scenarios
+        self.contexts = contexts  # per scenario, the oldest dropped first
         # per scenario: (the scenario, its samples by size, its contexts by design and corrections)
         self.entries: list[tuple[Scenario, dict[object, _Sample], dict[object, _Context]]] = []
         self.lock = threading.Lock()
@@ -551,7 +553,11 @@ class _ScenarioCache:
         key = (id(sample), design, cal, chunked)
         got = contexts.get(key)
         if got is None:
-            got = contexts[key] = build()
+            got = build()
+            with self.lock:
+                while len(contexts) >= self.contexts:  # e.g. a refit trying many corrections
+                    del contexts[next(iter(contexts))]
+                contexts[key] = got
         return got
 
 

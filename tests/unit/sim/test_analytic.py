@@ -385,3 +385,21 @@ def test_a_scenario_evaluated_again_reuses_its_sample_and_contexts_with_the_same
     for sc in scenarios[1:]:
         evaluate_grid(hh, P, T, sc)
     assert [e[0] for e in analytic._SCENARIOS.entries] == [scenarios[2], scenarios[1]]
+
+
+def test_the_kept_contexts_of_a_scenario_are_bounded_oldest_first() -> None:
+    # a refit tries many corrections on one scenario: the contexts kept for it stay bounded
+    sc = Scenario(
+        workload=make_workload("coding", rate_rps=30, duration_s=10, seed=2), model=get_model("llama2-70b")
+    )
+    cache = analytic._ScenarioCache(1, contexts=2)
+    sample = cache.sample(sc, None)
+    built = []
+    designs = [get_design(n) for n in ("splitwise-hh", "splitwise-ha", "splitwise-aa")]
+    for d in designs:
+        cache.context(sc, sample, d, analytic.CALIBRATION, None, lambda d=d: built.append(d.name) or d.name)
+    cache.context(sc, sample, designs[2], analytic.CALIBRATION, None, lambda: built.append("again") or "x")
+    contexts = cache.entries[0][2]
+    assert sorted(contexts.values()) == ["splitwise-aa", "splitwise-ha"]
+    assert built == ["splitwise-hh", "splitwise-ha", "splitwise-aa"]  # the kept one was not rebuilt
+    assert cache.sample(sc, None) is sample

@@ -316,16 +316,23 @@ def test_resident_ramp_follows_littles_law_through_fill_and_drain() -> None:
         assert got == pytest.approx(direct, abs=2e-3)
 
 
+def _conversation_scenario(rate_rps: float, duration_s: float, seed: int, scenario_seed: int) -> Scenario:
+    wl = make_workload("conversation", rate_rps=rate_rps, duration_s=duration_s, seed=seed)
+    return Scenario(workload=wl, model=get_model("llama2-70b"), seed=scenario_seed)
+
+
+def _tbt_p50(design_name: str, prompt: int, token: int, scenario: Scenario) -> float:
+    g = evaluate_grid(get_design(design_name), np.array([prompt]), np.array([token]), scenario)
+    return float(g.slowdown["tbt_p50"][0])
+
+
 def test_baseline_short_trace_meets_a_filling_batch() -> None:
     # conversation decodes on Llama2-70B last seconds: a trace of a few seconds never fills the
     # decode batches, so its requests decode faster than the same rate over two minutes
-    model = get_model("llama2-70b")
-    d = get_design("baseline-h100")
-    tbt = {}
-    for duration in (8.0, 120.0):
-        wl = make_workload("conversation", rate_rps=60, duration_s=duration, seed=1)
-        g = evaluate_grid(d, np.array([20]), np.array([0]), Scenario(workload=wl, model=model))
-        tbt[duration] = g.slowdown["tbt_p50"][0]
+    tbt = {
+        d: _tbt_p50("baseline-h100", 20, 0, _conversation_scenario(60, d, seed=1, scenario_seed=0))
+        for d in (8.0, 120.0)
+    }
     assert tbt[8.0] < tbt[120.0] - 0.02
 
 
@@ -334,19 +341,13 @@ def test_split_token_pool_short_trace_meets_a_filling_batch() -> None:
     # conversation preset the median request decodes in a batch still filling, as in the DES; a
     # steady batch for every request (the evaluator before the ramp) put its TBT P50 ~35 % above
     # the DES's here and above the two-minute trace's.
-    model = get_model("llama2-70b")
-    d = get_design("splitwise-hh")
-    got = {}
-    for duration in (30.0, 120.0):
-        wl = make_workload("conversation", rate_rps=70, duration_s=duration, seed=3)
-        sc = Scenario(workload=wl, model=model, seed=3)
-        got[duration] = evaluate_grid(d, np.array([12]), np.array([12]), sc).slowdown["tbt_p50"][0]
+    scenarios = {d: _conversation_scenario(70, d, seed=3, scenario_seed=3) for d in (30.0, 120.0)}
+    got = {d: _tbt_p50("splitwise-hh", 12, 12, sc) for d, sc in scenarios.items()}
     assert got[30.0] < 0.9 * got[120.0]
     from splitplan.sim.des import simulate_des
 
-    wl = make_workload("conversation", rate_rps=70, duration_s=30.0, seed=3)
-    cfg = ClusterConfig(design=d, prompt_machines=12, token_machines=12)
-    des = simulate_des(cfg, Scenario(workload=wl, model=model, seed=3))
+    cfg = ClusterConfig(design=get_design("splitwise-hh"), prompt_machines=12, token_machines=12)
+    des = simulate_des(cfg, scenarios[30.0])
     assert got[30.0] == pytest.approx(des.slowdown["tbt_p50"], rel=0.1)
 
 

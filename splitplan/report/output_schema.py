@@ -118,8 +118,9 @@ _DESCRIPTIONS = {
     "token_machine": "index of the token instance that served the request",
     "margin": "SLO headroom of the binding SLO; null when it has no finite value (unstable in the DES)",
     "des_margin": "DES SLO headroom; null when not simulated, unbounded (unstable) or des_stopped",
-    "des_stopped": "true: the DES run stopped once binding_slo was certain to exceed twice its limit "
-    "(a large search needs no more of a clear failure); des_margin and the percentiles are null",
+    "des_stopped": "true: the DES run stopped once binding_slo was certain to end with a headroom "
+    "below -0.1 or lower (a large search needs no more of a clear failure); des_margin and the "
+    "percentiles are null",
     "analytic_margin": "analytic-screen SLO headroom; null when not screened",
     **{
         col: f"{key} latency percentile over requests (DES where simulated, else the screen); null "

@@ -83,10 +83,10 @@ class SearchContext:
     # it raise the total one by one
     planned_des_runs: int = 0
     ledger: list[PointRecord] = field(default_factory=list)
-    recorded: set[PointKey] = field(default_factory=set)
-    # recorded verdicts of runs stopped early, and each recorded key's row in the ledger: a stopped
-    # run simulated again to the end replaces its verdict (the closest miss of a design with none)
-    stopped: set[PointKey] = field(default_factory=set)
+    # the verdict recorded per key and its row in the ledger: a stopped run simulated again to
+    # the end or to a lower bound replaces its verdict (`Decision.refines`: the closest miss of a
+    # design with none, a cliff the frontier search must tell)
+    recorded: dict[PointKey, Decision] = field(default_factory=dict)
     ledger_row: dict[PointKey, int] = field(default_factory=dict)
     # the analytic screen of each space's whole grid, computed once (the range estimate and the
     # whole-grid strategy both read it)
@@ -114,13 +114,9 @@ class SearchContext:
         )
 
     def record(self, key: PointKey, d: Decision) -> None:
-        if key in self.recorded and not (d.complete and key in self.stopped):
+        if key in self.recorded and not d.refines(self.recorded[key]):
             return
-        self.recorded.add(key)
-        if d.complete:
-            self.stopped.discard(key)
-        else:
-            self.stopped.add(key)
+        self.recorded[key] = d
         self.store.put(key.encoded(), d)
         self.des_evaluations += 1
         row = ledger_record(key, d, self.problem.rate_rps)

@@ -9,6 +9,7 @@ DES), (3) the hybrid's verification pass, (4) the per-design optimum by the one 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -331,14 +332,14 @@ def _solve_frontier(
             st.decided.update(seen)
         work = [(st, col) for st in states for col in st.next_columns()]
 
+    def margin_of(st: FrontierState) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        return lambda p, t: ctx.evaluator.screen(st.design, p, t, 1.0).margin
+
     for _ in range(VERIFY_ROUNDS):
+        _settle_cliffs(ctx, states, {id(st): margin_of(st) for st in states})
         todo: dict[int, list[tuple[int, int]]] = {}
         for st in states:
-
-            def margin_of(p: np.ndarray, t: np.ndarray, st: FrontierState = st) -> np.ndarray:
-                return ctx.evaluator.screen(st.design, p, t, 1.0).margin
-
-            cands = st.guard_candidates(margin_of, pb.band)
+            cands = st.guard_candidates(margin_of(st), pb.band)
             if cands:
                 todo[id(st)] = cands
         if not todo:
@@ -358,6 +359,29 @@ def _solve_frontier(
             st.decided.update(seen)
     _settle_closest_miss(ctx, states, STOP_BELOW_HEADROOM)
     return [_finish_frontier(ctx, st) for st in states]
+
+
+def _settle_cliffs(
+    ctx: SearchContext, states: list[Any], screens: dict[int, Callable[[np.ndarray, np.ndarray], np.ndarray]]
+) -> None:
+    """Stopped failures whose cliff the guard's candidates depend on are simulated again to the
+    bound that tells it (search.frontier.FrontierState.unsettled_cliffs), all designs' at once; a
+    re-run settles its point (each is simulated again once), so this ends once none is left."""
+    done: set[tuple[int, int, int]] = set()
+    while True:
+        tasks: list[tuple[Any, ...]] = []
+        owners: list[Any] = []
+        for st in states:
+            for pt, bound in sorted(st.unsettled_cliffs(screens[id(st)], ctx.problem.band).items()):
+                if (id(st), *pt) in done:
+                    continue
+                done.add((id(st), *pt))
+                tasks.append((decide_points, ctx.cached(st.space.name, bound), st.design, [pt], 1.0))
+                owners.append(st)
+        if not tasks:
+            return
+        for st, (seen, _fresh) in zip(owners, ctx.map(call, tasks, lambda res: res[1]), strict=True):
+            st.decided.update(seen)
 
 
 def _settle_closest_miss(ctx: SearchContext, states: list[Any], bound: float) -> None:

@@ -68,6 +68,17 @@ class Decision:
     # (`decide(stop_below_headroom=…)`); its percentiles are NaN
     complete: bool = True
 
+    def answers(self, stop_below_headroom: float | None) -> bool:
+        """Whether this verdict tells all a run stopping below `stop_below_headroom` would (None:
+        a run to the end): a whole run answers anyone; a stopped one, whose margin lies just under
+        the bound it stopped at, a caller whose bound is no lower."""
+        return self.complete or (stop_below_headroom is not None and self.margin < stop_below_headroom)
+
+    def refines(self, other: Decision) -> bool:
+        """Whether this verdict of the same point tells more than `other`: that one stopped, and
+        this one ran to the end or stopped at a lower bound (the verdict the store keeps)."""
+        return not other.complete and self.answers(other.margin)
+
     @property
     def measured_margin(self) -> float:
         """The margin as measured: NaN for a run stopped early (only a bound is known)."""

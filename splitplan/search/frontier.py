@@ -48,16 +48,19 @@ exact wherever the DES is monotone up to the guard, which the exhaustive compari
 
 Clear failures stop early. Most of a large search's DES runs fail by far (a column's cap on the
 cost's level line, a pool too small for the load), and the search reads nothing of them but the
-verdict and whether the margin is below −WITNESS_MARGIN (a near miss) or more than CLIFF_JUMP under
-a pass (a cliff). Its runs therefore stop as soon as some SLO is certain to end with a headroom
-below STOP_BELOW_HEADROOM = −max(CLIFF_JUMP, WITNESS_MARGIN) — twice its limit
-(sim.des.run.failure_checks: enough requests over the bound that the percentile is over it whatever
-the rest do) — and every rule above reads the same from that bound as from the whole run: the
-answer and the points simulated are those of runs to the end. Such points are written with
-`des_stopped` and no margin or percentiles. At 3,000 req/s a failing run stops after 20–70 % of
-its simulated time. A design with no passing point is explained by its closest miss: unless a run
-to the end failed by less than the bound, its stopped run with the most machines is simulated again
-to the end (search.cost_grid._settle_closest_miss).
+verdict, whether the margin is below −WITNESS_MARGIN (a near miss) and, beside a pass, whether it
+is more than CLIFF_JUMP under it (a cliff). Its runs therefore stop as soon as some SLO is certain
+to end with a headroom below STOP_BELOW_HEADROOM = −WITNESS_MARGIN (sim.des.run.failure_checks:
+enough requests over the bound that the percentile is over it whatever the rest do), which tells
+the first two. The third only matters where the guard's candidates depend on it: there
+(`FrontierState.unsettled_cliffs`) the stopped failure is simulated again to the bound that tells
+it (the pass's margin less CLIFF_JUMP) — stopping there it is a cliff, running to the end its
+margin decides — so every rule above reads what it would from runs to the end: the answer and the
+points simulated are those of runs to the end, a few of them run twice. Such points are written
+with `des_stopped` and no margin or percentiles. At 3,000 req/s a failing run stops after 15–60 %
+of its simulated time. A design with no passing point is explained by its closest miss: unless a
+run to the end failed by less than the bound, its stopped run with the most machines is simulated
+again to the end (search.cost_grid._settle_closest_miss).
 
 Every task is a column's threshold or a chunk of guard points, so rounds run in parallel across
 designs and intervals; the set of tasks of a round depends only on what earlier rounds found, so
@@ -92,9 +95,10 @@ CLIFF_JUMP = 0.5
 # guard depth: WITNESS_REACH + GUARD_SQRT · √n points under the frontier of a pool of n machines
 GUARD_SQRT = 0.5
 # DES runs stop once an SLO is certain to end with a headroom below this (module doc): a margin
-# below it reads as a strong witness (< −WITNESS_MARGIN) and, under any pass, as a cliff
-# (more than CLIFF_JUMP lower), as the run's own margin would
-STOP_BELOW_HEADROOM = -max(CLIFF_JUMP, WITNESS_MARGIN)
+# below it reads as a strong witness (< −WITNESS_MARGIN), as the run's own margin would; whether
+# it is a cliff is settled where the guard needs it (FrontierState.unsettled_cliffs)
+STOP_BELOW_HEADROOM = -WITNESS_MARGIN
+_CLIFF_BOUND_SLACK = 1e-9
 
 Key = tuple[float, float, float, int, int]
 
@@ -417,10 +421,49 @@ class FrontierState:
     ) -> list[Point]:
         """Points the guard re-checks with the DES: cheaper than the optimum, not DES-decided, within
         `guard_depth` of the DES frontier, and with an analytic margin above −band or dominated only
-        by near misses."""
+        by near misses. Call `unsettled_cliffs` first: with one left, a stopped failure is taken
+        for no cliff, which may leave out a point the rule would take."""
+        ps, ts, margin = self._guard_pool(screen)
+        doubtful = (margin >= -band) | self._near_miss_only(ps, ts, undecided_cliff=False)
+        return [(int(a), int(b)) for a, b in zip(ps[doubtful], ts[doubtful], strict=True)]
+
+    def unsettled_cliffs(
+        self, screen: Callable[[IntArray, IntArray], np.ndarray], band: float
+    ) -> dict[Point, float]:
+        """Stopped failures whose cliff the guard must tell, each with the stop bound that tells it.
+
+        A run stopped below −WITNESS_MARGIN is known to fail by more than a near miss, but beside a
+        pass of margin m it is a cliff only if it failed by more than CLIFF_JUMP under m, which its
+        bound may not show (`cliffs`). Only where taking it for a cliff or not changes the guard's
+        candidates is it simulated again, to the bound m − CLIFF_JUMP: stopping there it is a
+        cliff, running to the end its margin decides — so the candidates are those of runs to the
+        end, and the re-runs are few."""
+        ps, ts, margin = self._guard_pool(screen)
+        quiet = margin < -band
+        ps, ts = ps[quiet], ts[quiet]
+        differ = self._near_miss_only(ps, ts, undecided_cliff=True) & ~self._near_miss_only(
+            ps, ts, undecided_cliff=False
+        )
+        if not differ.any():
+            return {}
+        bad = [(p, t, d.margin) for (p, t), d in self.decided.items() if not d.meets]
+        bp = np.array([b[0] for b in bad], dtype=np.int64)
+        bt = np.array([b[1] for b in bad], dtype=np.int64)
+        bm = np.array([b[2] for b in bad], dtype=np.float64)
+        _certain, open_, bound = self._cliff_state(bp, bt, bm)
+        out: dict[Point, float] = {}
+        for p, t in zip(ps[differ].tolist(), ts[differ].tolist(), strict=True):
+            for i in np.nonzero(open_ & (bp >= p) & (bt >= t))[0]:
+                out[(int(bp[i]), int(bt[i]))] = float(bound[i])
+        return out
+
+    def _guard_pool(self, screen: Callable[[IntArray, IntArray], np.ndarray]):
+        """The points the guard may re-check (cheaper than the optimum, not DES-decided, within
+        `guard_depth` of the DES frontier) and their analytic margins (NaN read as +inf)."""
+        empty = np.zeros(0, dtype=np.int64)
         _pt, best = self.best()
         if best is None:
-            return []
+            return empty, empty, np.zeros(0)
         if self.baseline:
             lo, hi = self.p_range
             bad = [n for (n, _t), d in self.decided.items() if not d.meets]
@@ -441,7 +484,7 @@ class FrontierState:
                 pp.append(np.full(len(t), cols[i]))
                 tt.append(t)
             if not pp:
-                return []
+                return empty, empty, np.zeros(0)
             ps, ts = np.concatenate(pp), np.concatenate(tt)
         keep = self.keys.beats(ps, ts, best)
         keep &= np.array(
@@ -449,22 +492,23 @@ class FrontierState:
         )
         ps, ts = ps[keep], ts[keep]
         if not len(ps):
-            return []
+            return empty, empty, np.zeros(0)
         margin = np.nan_to_num(np.asarray(screen(ps, ts), dtype=np.float64), nan=math.inf)
-        doubtful = (margin >= -band) | self._near_miss_only(ps, ts)
-        return [(int(a), int(b)) for a, b in zip(ps[doubtful], ts[doubtful], strict=True)]
+        return ps, ts, margin
 
-    def _near_miss_only(self, ps: IntArray, ts: IntArray) -> BoolArray:
+    def _near_miss_only(self, ps: IntArray, ts: IntArray, *, undecided_cliff: bool) -> BoolArray:
         """search.grid.near_miss_only over the points given, with cliffs as weak witnesses too: every
         DES-infeasible point dominating it failed by less than WITNESS_MARGIN or is a cliff
-        (`cliffs`), and one of them is at most WITNESS_REACH machines away."""
+        (`cliffs`; a stopped failure whose cliff its bound does not tell counts as
+        `undecided_cliff`), and one of them is at most WITNESS_REACH machines away."""
         bad = [(p, t, d.margin) for (p, t), d in self.decided.items() if not d.meets]
-        if not bad:
+        if not bad or not len(ps):
             return np.zeros(len(ps), dtype=bool)
         bp = np.array([b[0] for b in bad], dtype=np.int64)
         bt = np.array([b[1] for b in bad], dtype=np.int64)
         bm = np.array([b[2] for b in bad], dtype=np.float64)
-        weak = (bm > -WITNESS_MARGIN) | self.cliffs(bp, bt, bm)
+        certain, open_, _bound = self._cliff_state(bp, bt, bm)
+        weak = (bm > -WITNESS_MARGIN) | certain | (open_ if undecided_cliff else False)
         out = np.zeros(len(ps), dtype=bool)
         for i, (p, t) in enumerate(zip(ps, ts, strict=True)):
             dom = (bp >= p) & (bt >= t)
@@ -479,15 +523,36 @@ class FrontierState:
         more than CLIFF_JUMP above its own. A monotone DES moves its margin a few hundredths per
         machine near the frontier; a jump this large is where the DES flips (Splitwise-HH at 700
         req/s fails at 81P+10T by −0.66 between passes at 9 and 11 token machines), so such a
-        failure is weak evidence for the points just below it."""
-        out = np.zeros(len(bp), dtype=bool)
+        failure is weak evidence for the points just below it. For a run stopped early (its margin
+        is a bound) True only where the bound shows it; `unsettled_cliffs` settles the rest."""
+        return self._cliff_state(bp, bt, bm)[0]
+
+    def _cliff_state(
+        self, bp: IntArray, bt: IntArray, bm: npt.NDArray[np.float64]
+    ) -> tuple[BoolArray, BoolArray, npt.NDArray[np.float64]]:
+        """Per DES-infeasible point: (a cliff for certain, a stopped run beside a pass whose bound
+        does not tell, the stop bound that would tell it: the highest neighbouring pass's margin
+        less CLIFF_JUMP)."""
+        certain = np.zeros(len(bp), dtype=bool)
+        open_ = np.zeros(len(bp), dtype=bool)
+        bound = np.full(len(bp), np.nan)
         for i, (p, t, m) in enumerate(zip(bp.tolist(), bt.tolist(), bm.tolist(), strict=True)):
+            stopped = not self.decided[(p, t)].complete
             ups = [(p + 1, t)] if self.baseline else [(p, t + 1), (p + 1, t)]
             for q in ups:
                 d = self.decided.get(q)
-                if d is not None and d.meets and d.margin - (m if math.isfinite(m) else -1.0) > CLIFF_JUMP:
-                    out[i] = True
-        return out
+                if d is None or not d.meets:
+                    continue
+                if d.margin - (m if math.isfinite(m) else -1.0) > CLIFF_JUMP:
+                    certain[i] = True
+                elif stopped:
+                    open_[i] = True
+                    # a nano-headroom lower, so that a run stopped there (margin just under
+                    # the bound) reads as more than CLIFF_JUMP under the pass in floating point
+                    tell = d.margin - CLIFF_JUMP - _CLIFF_BOUND_SLACK
+                    bound[i] = max(np.nan_to_num(bound[i], nan=-math.inf), tell)
+        open_ &= ~certain
+        return certain, open_, bound  # an open one's bound lies under its stop's: m < pass − CLIFF_JUMP
 
 
 __all__ = [

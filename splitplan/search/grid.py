@@ -93,7 +93,7 @@ class CachedEvaluator:
         k = self.key(design, p, t, factor)
         code = k.encoded()
         d = self.known.get(code)
-        if d is None or (not d.complete and self.stop_below_headroom is None):
+        if d is None or not d.answers(self.stop_below_headroom):
             d = self.inner.decide(
                 design, int(p), int(t), factor, stop_below_headroom=self.stop_below_headroom
             )

@@ -257,7 +257,10 @@ class PointStore:
         return self._mem.get(key)
 
     def put(self, key: str, decision: Decision) -> None:
-        if key in self._mem:
+        """Keep a verdict; one already kept is replaced only by one that refines it (a stopped run
+        simulated again to the end or to a lower bound), so a resumed search needs neither again."""
+        old = self._mem.get(key)
+        if old is not None and not decision.refines(old):
             return
         self._mem[key] = decision
         if self._study is not None:
@@ -702,10 +705,12 @@ class CooperativeEvaluator:
             posted = self.board.result(key)
             if posted is not None:
                 d = _decode(json.loads(posted))
-                if d.complete or stop_below_headroom is not None:
+                if d.answers(stop_below_headroom):
                     return d
-                # a run stopped early where this caller needs it whole: simulated here, not shared
-                return self.inner.decide(design, prompt, token, rate_scale)
+                # a run stopped earlier than this caller needs: simulated here, not shared
+                return self.inner.decide(
+                    design, prompt, token, rate_scale, stop_below_headroom=stop_below_headroom
+                )
             if self.board.claim(key):
                 try:
                     d = self.inner.decide(

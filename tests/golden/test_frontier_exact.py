@@ -54,8 +54,18 @@ def test_frontier_search_equals_exhaustive_des(case) -> None:
 def test_stopping_clear_failures_early_changes_no_answer_and_no_run(case_id, monkeypatch) -> None:
     """The frontier search's runs stop once certain to fail by more than STOP_BELOW_HEADROOM
     (search.frontier): the same answer, the same points simulated with the same verdicts as runs
-    to the end, and some runs did stop (or the comparison would show nothing)."""
+    to the end, and some runs did stop (or the comparison would show nothing). The only extra runs
+    are stopped failures simulated again to a lower bound, where the guard needed their cliff."""
     import splitplan.search.frontier as frontier
+
+    bounds: list[float | None] = []
+    decide = SimEvaluator.decide
+
+    def counted(self, *args, stop_below_headroom=None, **kw):
+        bounds.append(stop_below_headroom)
+        return decide(self, *args, stop_below_headroom=stop_below_headroom, **kw)
+
+    monkeypatch.setattr(SimEvaluator, "decide", counted)
 
     case = next(c for c in CASES if c.id == case_id)
     want = GOLDEN[case.id]
@@ -69,6 +79,8 @@ def test_stopping_clear_failures_early_changes_no_answer_and_no_run(case_id, mon
     problem = replace(build_problem(req, case.rate_rps), frontier=True)
     bound = frontier.STOP_BELOW_HEADROOM
     stopped = run_search(problem, SimEvaluator(scenario))
+    settles = sum(b is not None and b < bound for b in bounds)
+    assert len(bounds) == stopped.des_evaluations
     monkeypatch.setattr(frontier, "STOP_BELOW_HEADROOM", None)
     whole = run_search(problem, SimEvaluator(scenario))
 
@@ -77,7 +89,8 @@ def test_stopping_clear_failures_early_changes_no_answer_and_no_run(case_id, mon
 
     assert stopped.results == whole.results
     assert verdicts(stopped) == verdicts(whole)
-    assert stopped.des_evaluations == whole.des_evaluations
+    assert stopped.des_evaluations == whole.des_evaluations + settles
+    assert settles <= 0.1 * whole.des_evaluations + 1
     cut = [p for p in stopped.points if p.des_stopped]
     assert cut, "no run stopped early: the case no longer tests the stop"
     by_point = {(p.prompt_machines, p.token_machines, p.machines): p for p in whole.points}

@@ -243,3 +243,57 @@ def test_a_failure_just_under_a_far_better_pass_is_a_weak_witness(
     cands = st.guard_candidates(hopeless, 0.3)
     assert ((81, 9) in cands) is cliff
     assert ((80, 10) in cands) is cliff
+
+
+@pytest.mark.parametrize(("settled", "cliff"), [(-0.66, True), (-0.3, False), (None, True)])
+def test_a_stopped_failure_beside_a_pass_is_settled_where_the_guard_needs_its_cliff(
+    settled: float | None, cliff: bool
+) -> None:
+    # 81P+10T stopped once certain to fail below −0.1 under a pass at 81P+11T (+0.05): a cliff
+    # only if its true margin is below 0.05 − CLIFF_JUMP, which the bound does not tell. The points
+    # only it dominates depend on it, so it is named with the bound that tells it; simulated again
+    # (to the end: −0.66 or −0.3; stopped at that bound: None), the guard reads it as runs to the
+    # end would, and nothing is left to settle.
+    from splitplan.search.evaluate import Decision
+    from splitplan.search.frontier import CLIFF_JUMP, STOP_BELOW_HEADROOM
+
+    st = _state_with({(81, 11): 0.05, (120, 3): 0.01})
+    below = float(np.nextafter(STOP_BELOW_HEADROOM, -np.inf))
+    st.decided[(81, 10)] = Decision(meets=False, margin=below, binding="tbt_p90", complete=False)
+    st.record(81, 11, 11)
+
+    def hopeless(p: np.ndarray, t: np.ndarray) -> np.ndarray:
+        return np.full(len(p), -np.inf)
+
+    todo = st.unsettled_cliffs(hopeless, 0.3)
+    assert list(todo) == [(81, 10)]
+    bound = todo[(81, 10)]
+    assert 0.05 - CLIFF_JUMP - 1e-6 < bound < 0.05 - CLIFF_JUMP
+    if settled is None:
+        under = float(np.nextafter(bound, -np.inf))
+        d = Decision(meets=False, margin=under, binding="tbt_p90", complete=False)
+    else:
+        d = Decision(meets=False, margin=settled, binding="tbt_p90")
+    st.decided[(81, 10)] = d
+    assert st.unsettled_cliffs(hopeless, 0.3) == {}
+    cands = st.guard_candidates(hopeless, 0.3)
+    assert ((81, 9) in cands) is cliff
+    assert ((80, 10) in cands) is cliff
+
+
+def test_a_stopped_failure_that_no_candidate_depends_on_is_left_as_is() -> None:
+    # the same stopped failure, but the screen already takes every point under it as doubtful:
+    # whether it is a cliff changes no candidate, so it is not simulated again
+    from splitplan.search.evaluate import Decision
+    from splitplan.search.frontier import STOP_BELOW_HEADROOM
+
+    st = _state_with({(81, 11): 0.05, (120, 3): 0.01})
+    below = float(np.nextafter(STOP_BELOW_HEADROOM, -np.inf))
+    st.decided[(81, 10)] = Decision(meets=False, margin=below, binding="tbt_p90", complete=False)
+    st.record(81, 11, 11)
+
+    def close(p: np.ndarray, t: np.ndarray) -> np.ndarray:
+        return np.zeros(len(p))
+
+    assert st.unsettled_cliffs(close, 0.3) == {}
+    assert (81, 9) in st.guard_candidates(close, 0.3)

@@ -434,7 +434,7 @@ class FrontierState:
 
         A run stopped below −WITNESS_MARGIN is known to fail by more than a near miss, but beside a
         pass of margin m it is a cliff only if it failed by more than CLIFF_JUMP under m, which its
-        bound may not show (`cliffs`). Only where taking it for a cliff or not changes the guard's
+        bound may not show (`cliffs`: open). Only where taking it for a cliff or not changes the guard's
         candidates is it simulated again, to the bound m − CLIFF_JUMP: stopping there it is a
         cliff, running to the end its margin decides — so the candidates are those of runs to the
         end, and the re-runs are few."""
@@ -446,11 +446,8 @@ class FrontierState:
         )
         if not differ.any():
             return {}
-        bad = [(p, t, d.margin) for (p, t), d in self.decided.items() if not d.meets]
-        bp = np.array([b[0] for b in bad], dtype=np.int64)
-        bt = np.array([b[1] for b in bad], dtype=np.int64)
-        bm = np.array([b[2] for b in bad], dtype=np.float64)
-        _certain, open_, bound = self._cliff_state(bp, bt, bm)
+        bp, bt, bm = self._failures()
+        _certain, open_, bound = self.cliffs(bp, bt, bm)
         out: dict[Point, float] = {}
         for p, t in zip(ps[differ].tolist(), ts[differ].tolist(), strict=True):
             for i in np.nonzero(open_ & (bp >= p) & (bt >= t))[0]:
@@ -501,13 +498,10 @@ class FrontierState:
         DES-infeasible point dominating it failed by less than WITNESS_MARGIN or is a cliff
         (`cliffs`; a stopped failure whose cliff its bound does not tell counts as
         `undecided_cliff`), and one of them is at most WITNESS_REACH machines away."""
-        bad = [(p, t, d.margin) for (p, t), d in self.decided.items() if not d.meets]
-        if not bad or not len(ps):
+        bp, bt, bm = self._failures()
+        if not len(bp) or not len(ps):
             return np.zeros(len(ps), dtype=bool)
-        bp = np.array([b[0] for b in bad], dtype=np.int64)
-        bt = np.array([b[1] for b in bad], dtype=np.int64)
-        bm = np.array([b[2] for b in bad], dtype=np.float64)
-        certain, open_, _bound = self._cliff_state(bp, bt, bm)
+        certain, open_, _bound = self.cliffs(bp, bt, bm)
         weak = (bm > -WITNESS_MARGIN) | certain | (open_ if undecided_cliff else False)
         out = np.zeros(len(ps), dtype=bool)
         for i, (p, t) in enumerate(zip(ps, ts, strict=True)):
@@ -518,24 +512,28 @@ class FrontierState:
             out[i] = bool(close.any())
         return out
 
-    def cliffs(self, bp: IntArray, bt: IntArray, bm: npt.NDArray[np.float64]) -> BoolArray:
-        """Per DES-infeasible point: a cliff — one machine more in either pool passes, with a margin
-        more than CLIFF_JUMP above its own. A monotone DES moves its margin a few hundredths per
-        machine near the frontier; a jump this large is where the DES flips (Splitwise-HH at 700
-        req/s fails at 81P+10T by −0.66 between passes at 9 and 11 token machines), so such a
-        failure is weak evidence for the points just below it. For a run stopped early (its margin
-        is a bound) True only where the bound shows it; `unsettled_cliffs` settles the rest."""
-        return self._cliff_state(bp, bt, bm)[0]
+    def _failures(self) -> tuple[IntArray, IntArray, npt.NDArray[np.float64]]:
+        """The DES-infeasible points so far: prompt counts, token counts, margins."""
+        bad = [(p, t, d.margin) for (p, t), d in self.decided.items() if not d.meets]
+        bp = np.array([b[0] for b in bad], dtype=np.int64)
+        bt = np.array([b[1] for b in bad], dtype=np.int64)
+        return bp, bt, np.array([b[2] for b in bad], dtype=np.float64)
 
-    def _cliff_state(
+    def cliffs(
         self, bp: IntArray, bt: IntArray, bm: npt.NDArray[np.float64]
     ) -> tuple[BoolArray, BoolArray, npt.NDArray[np.float64]]:
-        """Per DES-infeasible point: (a cliff for certain, a stopped run beside a pass whose bound
-        does not tell, the stop bound that would tell it: the highest neighbouring pass's margin
-        less CLIFF_JUMP)."""
+        """Per DES-infeasible point: whether it is a cliff — one machine more in either pool passes,
+        with a margin more than CLIFF_JUMP above its own. A monotone DES moves its margin a few
+        hundredths per machine near the frontier; a jump this large is where the DES flips
+        (Splitwise-HH at 700 req/s fails at 81P+10T by −0.66 between passes at 9 and 11 token
+        machines), so such a failure is weak evidence for the points just below it.
+
+        Returns (a cliff for certain; open: a run stopped early beside a pass, whose bound does not
+        tell; for an open one, the stop bound that would tell it — the highest neighbouring pass's
+        margin less CLIFF_JUMP, which lies under the bound it stopped at)."""
         certain = np.zeros(len(bp), dtype=bool)
         open_ = np.zeros(len(bp), dtype=bool)
-        bound = np.full(len(bp), np.nan)
+        bound = np.full(len(bp), -math.inf)
         for i, (p, t, m) in enumerate(zip(bp.tolist(), bt.tolist(), bm.tolist(), strict=True)):
             stopped = not self.decided[(p, t)].complete
             ups = [(p + 1, t)] if self.baseline else [(p, t + 1), (p + 1, t)]
@@ -550,9 +548,9 @@ class FrontierState:
                     # a nano-headroom lower, so that a run stopped there (margin just under
                     # the bound) reads as more than CLIFF_JUMP under the pass in floating point
                     tell = d.margin - CLIFF_JUMP - _CLIFF_BOUND_SLACK
-                    bound[i] = max(np.nan_to_num(bound[i], nan=-math.inf), tell)
+                    bound[i] = max(bound[i], tell)
         open_ &= ~certain
-        return certain, open_, bound  # an open one's bound lies under its stop's: m < pass − CLIFF_JUMP
+        return certain, open_, bound
 
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Layer 4: the analytic evaluator's corrections, fitted to DES runs and judged on held-out cases.
 
     python -m splitplan.sim.calibrate generate [--set training|validation|both] [--jobs 2]
-    python -m splitplan.sim.calibrate fit [--write] [--jobs 1]
+    python -m splitplan.sim.calibrate fit [--write] [--rounds 2]
     python -m splitplan.sim.calibrate fit-chunked [--write]
     python -m splitplan.sim.calibrate score [--set training|validation|both]
     python -m splitplan.sim.calibrate reproducibility [--set training|validation|both] [--shift 1 2 …]
@@ -1077,6 +1077,27 @@ def _print_reproducibility(name: str, ds: DesSet, shifts: list[int], jobs: int, 
         print(f"{name}:", majority(ds, others, calibration).line())
 
 
+def _at_least_one(text: str) -> int:
+    """An argparse type: a whole number ≥ 1 (a bad one is refused with one line and exit 2)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
+def _jobs(text: str) -> int:
+    """An argparse type: joblib's worker count, ≥ 1 or −1 (every core)."""
+    if text.strip() == "-1":
+        return -1
+    try:
+        return _at_least_one(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be at least 1, or -1 for every core; got {text!r}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m splitplan.sim.calibrate", description=__doc__.splitlines()[0]
@@ -1084,11 +1105,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("generate", help="run the DES on a training or validation set of cases")
     g.add_argument("--set", choices=("training", "validation", "both"), default="both")
-    g.add_argument("--jobs", type=int, default=2)
-    g.add_argument("--cases", type=int, default=None)
+    g.add_argument("--jobs", type=_jobs, default=2)
+    g.add_argument("--cases", type=_at_least_one, default=None)
     f = sub.add_parser("fit", help="refit the Calibration on the training set")
     f.add_argument("--write", action="store_true", help=f"store the fit in data/sim/{CALIBRATION_FILE}")
-    f.add_argument("--rounds", type=int, default=2)
+    f.add_argument("--rounds", type=_at_least_one, default=2, help="coordinate-search passes over the fields")
     c = sub.add_parser("fit-chunked", help="refit the ChunkedCalibration on the stored chunked DES sweeps")
     c.add_argument("--write", action="store_true", help=f"store the fit in data/sim/{CALIBRATION_FILE}")
     s = sub.add_parser("score", help="score the shipped Calibration")
@@ -1098,7 +1119,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument(
         "--shift", type=int, nargs="+", default=[1], help="workload seed offsets of the other realizations"
     )
-    r.add_argument("--jobs", type=int, default=2)
+    r.add_argument("--jobs", type=_jobs, default=2)
     args = ap.parse_args(argv)
     out = sim_data_dir()
     if args.cmd == "generate":

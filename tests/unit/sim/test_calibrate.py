@@ -135,3 +135,22 @@ def test_reproducibility_refuses_the_stored_realization(capsys) -> None:
     assert cal.main(["reproducibility", "--shift", "0"]) == 2
     assert "--shift takes distinct offsets other than 0" in capsys.readouterr().err
     assert cal.main(["reproducibility", "--shift", "1", "1"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["fit", "--rounds", "0"], "--rounds: must be at least 1, got 0"),
+        (["fit", "--rounds", "two"], "--rounds: expected a whole number, got 'two'"),
+        (["generate", "--jobs", "0"], "--jobs: must be at least 1, or -1 for every core"),
+        (["generate", "--cases", "-3"], "--cases: must be at least 1, got -3"),
+        (["reproducibility", "--jobs", "-2"], "--jobs: must be at least 1, or -1 for every core"),
+    ],
+)
+def test_counts_that_would_do_nothing_or_fail_in_a_worker_are_refused(argv, message, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cal.main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err

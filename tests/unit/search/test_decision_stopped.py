@@ -119,3 +119,19 @@ def test_the_store_keeps_the_verdict_that_tells_most():
     assert not first.refines(lower)
     assert not lower.refines(whole)
     assert not whole.refines(whole)
+
+
+def test_a_storage_reopened_holds_the_verdict_that_replaced_a_stopped_one(tmp_path):
+    # a resumed search reads the settled verdict, not the stopped one it replaced
+    from splitplan.search.store import PointStore
+
+    url = f"sqlite:///{tmp_path / 'points.db'}"
+    first = Decision(
+        meets=False, margin=float(np.nextafter(-0.1, -np.inf)), binding="tbt_p90", complete=False
+    )
+    whole = Decision(meets=False, margin=-0.3, binding="tbt_p90")
+    store = PointStore(url, fingerprint="f")
+    store.put("k", first)
+    store.put("k", whole)
+    again = PointStore(url, fingerprint="f")
+    assert again.get("k") == whole

@@ -124,13 +124,51 @@ def reference_latencies(
     return ttft, tbt, ttft + tbt * (o - 1.0)
 
 
+def _linear_percentiles(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """np.percentile(values, PERCENTILES) of a 1-D array of two or more values without NaN, to the
+    bit, from one partition per percentile on a shrinking tail.
+
+    numpy partitions once at all six neighbouring ranks, which costs several times one partition
+    (a DES result of 360k requests takes its eighteen percentiles in ~45 ms that way, ~10 ms
+    here). The arithmetic is numpy's linear method verbatim: virtual index (n − 1)·q, its floor and
+    fraction γ, and a + (b − a)·γ, or b − (b − a)·(1 − γ) where γ ≥ ½."""
+    n = len(values)
+    qs = np.true_divide(np.asarray(PERCENTILES), 100)
+    virtual = (n - 1) * qs
+    prev = np.floor(virtual)
+    gamma = virtual - prev
+    ranks = prev.astype(np.intp)  # ascending, each below n − 1 (every q < 100)
+    a = np.empty(len(ranks))
+    b = np.empty(len(ranks))
+    tail = values.copy()
+    start = 0  # tail holds the order statistics from rank `start` on
+    for i, k in enumerate(ranks.tolist()):
+        if k < start:  # the same rank as the previous percentile's (a short array)
+            a[i], b[i] = a[i - 1], b[i - 1]
+            continue
+        j = k - start
+        tail.partition(j)
+        a[i] = tail[j]
+        tail = tail[j + 1 :]
+        start = k + 1
+        b[i] = tail.min()  # rank k + 1: the least of what lies above rank k
+    diff = b - a
+    out = a + diff * gamma
+    np.subtract(b, diff * (1 - gamma), out=out, where=gamma >= 0.5)
+    return out
+
+
 def percentiles(
     ttft: npt.ArrayLike, tbt: npt.ArrayLike, e2e: npt.ArrayLike, axis: int = -1
 ) -> dict[str, Any]:
     """The nine percentile values keyed like SLO_KEYS (floats; arrays when inputs are 2-D)."""
     out: dict[str, Any] = {}
     for name, values in zip(METRICS, (ttft, tbt, e2e), strict=True):
-        q = np.percentile(np.asarray(values, dtype=np.float64), PERCENTILES, axis=axis)
+        v = np.asarray(values, dtype=np.float64)
+        if v.ndim == 1 and len(v) >= 2 and not np.isnan(v).any():
+            q = _linear_percentiles(v)
+        else:
+            q = np.percentile(v, PERCENTILES, axis=axis)
         for i, pct in enumerate(PERCENTILES):
             out[f"{name}_p{pct}"] = q[i] if np.ndim(q[i]) else float(q[i])
     return out

@@ -51,7 +51,7 @@ def test_frontier_search_equals_exhaustive_des(case) -> None:
 
 
 @pytest.mark.parametrize("case_id", ["hh-conversation-300", "hh-coding-20"])
-def test_stopping_clear_failures_early_changes_no_answer_and_no_run(case_id, monkeypatch) -> None:
+def test_stopping_clear_failures_early_changes_no_answer_and_no_point(case_id, monkeypatch) -> None:
     """The frontier search's runs stop once certain to fail by more than STOP_BELOW_HEADROOM
     (search.frontier): the same answer, the same points simulated with the same verdicts as runs
     to the end, and some runs did stop (or the comparison would show nothing). The only extra runs

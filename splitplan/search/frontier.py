@@ -101,6 +101,8 @@ STOP_BELOW_HEADROOM = -WITNESS_MARGIN
 _CLIFF_BOUND_SLACK = 1e-9
 
 Key = tuple[float, float, float, int, int]
+# prompt counts, token counts, margins, a cliff for certain, open, the bound that tells an open one
+_Witnesses = tuple[IntArray, IntArray, npt.NDArray[np.float64], BoolArray, BoolArray, npt.NDArray[np.float64]]
 
 
 class Column(NamedTuple):
@@ -424,7 +426,7 @@ class FrontierState:
         by near misses. Call `unsettled_cliffs` first: with one left, a stopped failure is taken
         for no cliff, which may leave out a point the rule would take."""
         ps, ts, margin = self._guard_pool(screen)
-        doubtful = (margin >= -band) | self._near_miss_only(ps, ts, undecided_cliff=False)
+        doubtful = (margin >= -band) | self._near_miss_only(ps, ts, self._witnesses())[0]
         return [(int(a), int(b)) for a, b in zip(ps[doubtful], ts[doubtful], strict=True)]
 
     def unsettled_cliffs(
@@ -441,13 +443,12 @@ class FrontierState:
         ps, ts, margin = self._guard_pool(screen)
         quiet = margin < -band
         ps, ts = ps[quiet], ts[quiet]
-        differ = self._near_miss_only(ps, ts, undecided_cliff=True) & ~self._near_miss_only(
-            ps, ts, undecided_cliff=False
-        )
+        w = self._witnesses()
+        as_none, as_cliffs = self._near_miss_only(ps, ts, w)
+        differ = as_cliffs & ~as_none
         if not differ.any():
             return {}
-        bp, bt, bm = self._failures()
-        _certain, open_, bound = self.cliffs(bp, bt, bm)
+        bp, bt, _bm, _certain, open_, bound = w
         out: dict[Point, float] = {}
         for p, t in zip(ps[differ].tolist(), ts[differ].tolist(), strict=True):
             for i in np.nonzero(open_ & (bp >= p) & (bt >= t))[0]:
@@ -493,24 +494,29 @@ class FrontierState:
         margin = np.nan_to_num(np.asarray(screen(ps, ts), dtype=np.float64), nan=math.inf)
         return ps, ts, margin
 
-    def _near_miss_only(self, ps: IntArray, ts: IntArray, *, undecided_cliff: bool) -> BoolArray:
+    def _near_miss_only(self, ps: IntArray, ts: IntArray, w: _Witnesses) -> tuple[BoolArray, BoolArray]:
         """search.grid.near_miss_only over the points given, with cliffs as weak witnesses too: every
         DES-infeasible point dominating it failed by less than WITNESS_MARGIN or is a cliff
-        (`cliffs`; a stopped failure whose cliff its bound does not tell counts as
-        `undecided_cliff`), and one of them is at most WITNESS_REACH machines away."""
-        bp, bt, bm = self._failures()
+        (`cliffs`), and one of them is at most WITNESS_REACH machines away — with the stopped
+        failures whose cliff their bound does not tell taken for no cliff, and for cliffs."""
+        bp, bt, bm, certain, open_, _bound = w
+        out = np.zeros((2, len(ps)), dtype=bool)
         if not len(bp) or not len(ps):
-            return np.zeros(len(ps), dtype=bool)
-        certain, open_, _bound = self.cliffs(bp, bt, bm)
-        weak = (bm > -WITNESS_MARGIN) | certain | (open_ if undecided_cliff else False)
-        out = np.zeros(len(ps), dtype=bool)
+            return out[0], out[1]
+        weak = (bm > -WITNESS_MARGIN) | certain
         for i, (p, t) in enumerate(zip(ps, ts, strict=True)):
             dom = (bp >= p) & (bt >= t)
-            if not dom.any() or not weak[dom].all():
+            if not dom.any():
                 continue
-            close = dom & ((bp - p) + (bt - t) <= WITNESS_REACH)
-            out[i] = bool(close.any())
-        return out
+            close = bool((dom & ((bp - p) + (bt - t) <= WITNESS_REACH)).any())
+            out[0, i] = close and bool(weak[dom].all())
+            out[1, i] = close and bool((weak | open_)[dom].all())
+        return out[0], out[1]
+
+    def _witnesses(self) -> _Witnesses:
+        """The DES-infeasible points so far and their cliffs (`cliffs`), for the guard's rules."""
+        bp, bt, bm = self._failures()
+        return (bp, bt, bm, *self.cliffs(bp, bt, bm))
 
     def _failures(self) -> tuple[IntArray, IntArray, npt.NDArray[np.float64]]:
         """The DES-infeasible points so far: prompt counts, token counts, margins."""

@@ -281,6 +281,28 @@ def _des(design, scenario, p: int, t: int) -> tuple:
     return bool(r.meets_slo), bool(r.stable), [float(r.slowdown[k]) for k in SLO_KEYS]
 
 
+def _probe(design, scenario, p: int):
+    """The DES along one walked row: token counts at `p` prompt machines (a baseline's machines)."""
+    if design.is_baseline:
+        return lambda x: _des(design, scenario, x, 0)
+    return lambda x: _des(design, scenario, p, x)
+
+
+def _record(case: Case, keys: list[tuple[int, int]], points: dict, uniform: list[bool], fronts) -> dict:
+    """One case's DES runs as `_assemble` reads them: its points in `keys` order, the uniform
+    slice's flags, and the walked rows' frontiers."""
+    return {
+        "case": asdict(case),
+        "uniform": uniform,
+        "prompt": [k[0] for k in keys],
+        "token": [k[1] for k in keys],
+        "meets": [points[k][0] for k in keys],
+        "stable": [points[k][1] for k in keys],
+        "slowdown": [points[k][2] for k in keys],
+        "fronts": fronts,
+    }
+
+
 def _frontier(run, start: int, lo: int, hi: int) -> tuple[int, dict[int, tuple]]:
     """DES frontier along one axis: the smallest count in lo..hi that meets the SLOs.
 
@@ -364,7 +386,7 @@ def run_case(index: int, case: Case, parity: int, seed: int, models: tuple[str, 
     fronts: list[tuple[int, int, int]] = []  # (prompt count, DES frontier, top of the range)
     if design.is_baseline:
         start = int(P[meets].min()) if meets.any() else n
-        f, runs = _frontier(lambda x: _des(design, sc, x, 0), start, 1, n)
+        f, runs = _frontier(_probe(design, sc, 0), start, 1, n)
         points.update({(x, 0): r for x, r in runs.items()})
         fronts.append((0, f, n))
         for x in _extra(f, n, rng):
@@ -379,7 +401,7 @@ def run_case(index: int, case: Case, parity: int, seed: int, models: tuple[str, 
         for p in prompts:
             row = grid[p - 1]
             start = int(np.argmax(row)) + 1 if row.any() else n
-            f, runs = _frontier(lambda x, p=p: _des(design, sc, p, x), start, 1, n)
+            f, runs = _frontier(_probe(design, sc, p), start, 1, n)
             points.update({(p, x): r for x, r in runs.items()})
             fronts.append((p, f, n))
             for x in _extra(f, n, rng):
@@ -402,16 +424,7 @@ def run_case(index: int, case: Case, parity: int, seed: int, models: tuple[str, 
         if k not in points:
             points[k] = _des(design, sc, k[0], k[1])
     keys = sorted(points)
-    return {
-        "case": asdict(fitted),
-        "uniform": [k in uniform for k in keys],
-        "prompt": [k[0] for k in keys],
-        "token": [k[1] for k in keys],
-        "meets": [points[k][0] for k in keys],
-        "stable": [points[k][1] for k in keys],
-        "slowdown": [points[k][2] for k in keys],
-        "fronts": fronts,
-    }
+    return _record(fitted, keys, points, [k in uniform for k in keys], fronts)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -675,45 +688,28 @@ def rerun(s: DesSet, shift: int, jobs: int = 2) -> tuple[DesSet, list[int]]:
         at = np.flatnonzero(s.case == i)
         rows = np.flatnonzero(s.front_case == i)
         walks = [(int(s.front_prompt[r]), int(s.front_des[r]), int(s.front_top[r])) for r in rows]
+        keys = list(zip(s.prompt[at].tolist(), s.token[at].tolist(), strict=True))
         tasks.append(
-            delayed(_rerun_case)(
-                replace(case, seed=case.seed + shift), s.prompt[at].tolist(), s.token[at].tolist(), walks
-            )
+            delayed(_rerun_case)(replace(case, seed=case.seed + shift), keys, s.uniform[at].tolist(), walks)
         )
     t0 = time.perf_counter()
     results = Parallel(n_jobs=jobs)(tasks)
-    for i, r in enumerate(results):
-        if r is not None:
-            r["uniform"] = s.uniform[s.case == i].tolist()
     meta = {**s.meta, "realization_shift": shift, "wall_s": round(time.perf_counter() - t0, 1)}
     return _assemble(results, meta), [i for i, r in enumerate(results) if r is not None]
 
 
 def _rerun_case(
-    case: Case, prompts: list[int], tokens: list[int], walks: list[tuple[int, int, int]]
+    case: Case, keys: list[tuple[int, int]], uniform: list[bool], walks: list[tuple[int, int, int]]
 ) -> dict | None:
     try:
         design, sc = case.build()
-        runs = {(p, t): _des(design, sc, p, t) for p, t in zip(prompts, tokens, strict=True)}
-        fronts = []
-        for p, start, top in walks:
-            if design.is_baseline:
-                f, _ = _frontier(lambda x: _des(design, sc, x, 0), min(start, top), 1, top)
-            else:
-                f, _ = _frontier(lambda x, p=p: _des(design, sc, p, x), min(start, top), 1, top)
-            fronts.append((p, f, top))
+        runs = {(p, t): _des(design, sc, p, t) for p, t in keys}
+        fronts = [
+            (p, _frontier(_probe(design, sc, p), min(start, top), 1, top)[0], top) for p, start, top in walks
+        ]
     except SplitplanError:
         return None
-    return {
-        "case": asdict(case),
-        "uniform": [],
-        "prompt": prompts,
-        "token": tokens,
-        "meets": [runs[k][0] for k in zip(prompts, tokens, strict=True)],
-        "stable": [runs[k][1] for k in zip(prompts, tokens, strict=True)],
-        "slowdown": [runs[k][2] for k in zip(prompts, tokens, strict=True)],
-        "fronts": fronts,
-    }
+    return _record(case, keys, runs, uniform, fronts)
 
 
 def realization_agreement(s: DesSet, other: DesSet, kept: list[int]) -> Score:
@@ -1077,12 +1073,16 @@ def _print_reproducibility(name: str, ds: DesSet, shifts: list[int], jobs: int, 
         print(f"{name}:", majority(ds, others, calibration).line())
 
 
-def _at_least_one(text: str) -> int:
-    """An argparse type: a whole number ≥ 1 (a bad one is refused with one line and exit 2)."""
+def _whole(text: str) -> int:
     try:
-        n = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+def _at_least_one(text: str) -> int:
+    """An argparse type: a whole number ≥ 1 (a bad one is refused with one line and exit 2)."""
+    n = _whole(text)
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
     return n
@@ -1090,12 +1090,10 @@ def _at_least_one(text: str) -> int:
 
 def _jobs(text: str) -> int:
     """An argparse type: joblib's worker count, ≥ 1 or −1 (every core)."""
-    if text.strip() == "-1":
-        return -1
-    try:
-        return _at_least_one(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"must be at least 1, or -1 for every core; got {text!r}") from None
+    n = _whole(text)
+    if n < 1 and n != -1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, or -1 for every core; got {text!r}")
+    return n
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -91,17 +91,18 @@ def test_a_cache_reruns_a_stopped_verdict_for_a_caller_with_a_lower_bound_only()
     assert lower.known[next(iter(lower.known))] is e
 
 
+def _cut(bound: float) -> Decision:
+    """A run stopped at `bound`: its margin just under it (sim.des.simulate_des)."""
+    return Decision(
+        meets=False, margin=float(np.nextafter(bound, -np.inf)), binding="tbt_p90", complete=False
+    )
+
+
 def test_the_store_keeps_the_verdict_that_tells_most():
     from splitplan.search.store import PointStore
 
     store = PointStore()
-
-    def cut(bound: float) -> Decision:  # stopped at `bound`: the margin just under it
-        return Decision(
-            meets=False, margin=float(np.nextafter(bound, -np.inf)), binding="tbt_p90", complete=False
-        )
-
-    first, lower = cut(-0.1), cut(-0.4)
+    first, lower = _cut(-0.1), _cut(-0.4)
     whole = Decision(meets=False, margin=-0.6, binding="tbt_p90")
     store.put("k", first)
     store.put("k", first)
@@ -126,9 +127,7 @@ def test_a_storage_reopened_holds_the_verdict_that_replaced_a_stopped_one(tmp_pa
     from splitplan.search.store import PointStore
 
     url = f"sqlite:///{tmp_path / 'points.db'}"
-    first = Decision(
-        meets=False, margin=float(np.nextafter(-0.1, -np.inf)), binding="tbt_p90", complete=False
-    )
+    first = _cut(-0.1)
     whole = Decision(meets=False, margin=-0.3, binding="tbt_p90")
     store = PointStore(url, fingerprint="f")
     store.put("k", first)

@@ -35,7 +35,11 @@ An iteration start reads the requests of a congested machine's queue only where 
 them: waiting prompts and preempted decodes are counted per queue (pass 2 is skipped without
 prompts; the preempted are the queue's last entries, so pass 3 reads only them), the selected
 leave by their marked slots, and the preemption that everyone still waiting counts is one counter
-per machine (`_wait_insert`), not a write to every waiting request.
+per machine (`_wait_insert`), not a write to every waiting request. The commonest iteration
+start of a fleet — a token machine's run of decodes ends while only new decodes wait — is one
+pass over its batch: it keeps the batch's order and admits the queue's first decodes as the
+passes would. A finished prompt's transfer takes its first step (start, or wait for memory) at
+once rather than as a later event at the same time (nothing else reads that memory in between).
 
 The large arrays read at random — request rows, machines' queues, the per-request outputs — are
 allocated by the caller with numpy (`signature.work_arrays`), whose large allocations are advised
@@ -757,15 +761,25 @@ def simulate_kernel(
             mf[m, F_BUSY] += t - mf[m, F_RUN_START]
             mint[m, I_ITERS] += k
             mf[m, F_BATCH_TIME] += mint[m, I_BATCH_N] * (t - mf[m, F_RUN_START])
+            n_wait = mint[m, I_WAIT_N]
             if (
                 mint[m, I_BATCH_NP] == 0
-                and mint[m, I_WAIT_N] == 0
                 and not (chunked and mint[m, I_POOL] == P_MIXED)
+                and (
+                    n_wait == 0
+                    or (
+                        mint[m, I_WAIT_NPW] == 0
+                        and mint[m, I_WAIT_NBLK] == 0
+                        and rq[wait[0, m], R_PREEMPT] + mint[m, I_WAIT_CMP] < max_preempt
+                    )
+                )
             ):
-                # A run of decodes ends and nothing waits: the next iteration is this batch less its
-                # finished decodes, in the same order — what the five admission passes below select
-                # in this case (they would keep every decode: the batch only shrinks) — so one loop
-                # completes the run and sizes the next one (context and run length in batch order).
+                # A run of decodes ends and only new decodes wait (none starved, preempted or a
+                # prompt): the five admission passes below would select this batch less its
+                # finished decodes, in the same order (pass 4 keeps every one: the batch only
+                # shrinks), then the queue's first decodes while their KV fits (pass 5; passes 1-3
+                # take nothing) — so one loop completes the run and sizes the next one (context
+                # and run length in batch order), and the admitted join at the end.
                 keep = 0
                 ctx = 0.0
                 kmin = 1 << 62
@@ -786,13 +800,42 @@ def simulate_kernel(
                 _tree_set(pt_v, pt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_PEND])
                 if not baseline:
                     _tree_set(mt_v, mt_i, mint[m, I_POOL] * S2, S, m, mf[m, F_SCHED_MEM])
+                if n_wait > 0:
+                    # pass 5 on a queue of new decodes: in order while they fit; those taken
+                    # leave the queue (their own preemption count again), everyone left counts one
+                    cmp = mint[m, I_WAIT_CMP]
+                    memloc = mf[m, F_MEM]
+                    capm = cap[cls[m]]
+                    taken = 0
+                    while taken < n_wait and keep < max_batch and (keep == 0 or keep + 1 <= max_tokens):
+                        r = wait[taken, m]
+                        need = _need(r, m, rq, rf, reserve_decode)
+                        if need + memloc > capm:
+                            break
+                        memloc += need
+                        taken += 1
+                        rq[r, R_PREEMPT] += cmp
+                        if not rq[r, R_RESV]:
+                            mf[m, F_MEM] += rf[r, Q_KVT]
+                        rq[r, R_STAGE] = S_TRUN
+                        batch[keep, m] = r
+                        keep += 1
+                        ctx += rq[r, R_P] + rq[r, R_GEN]
+                        rem = rq[r, R_OTOK] - rq[r, R_GEN]
+                        if rem < kmin:
+                            kmin = rem
+                    if taken > 0:
+                        for i in range(taken, n_wait):
+                            wait[i - taken, m] = wait[i, m]
+                        mint[m, I_WAIT_N] = n_wait - taken
+                    mint[m, I_WAIT_CMP] = cmp + 1
                 mint[m, I_BATCH_N] = keep
                 mint[m, I_BATCH_TOK] = keep
                 mint[m, I_PAUSED] = False
                 if keep == 0:
                     mf[m, F_RUN_END] = INF
                     _tree_set(rt_v, rt_i, 0, S, m, INF)
-                    if mint[m, I_POOL] == P_MIXED and tag[m] != P_MIXED:
+                    if mint[m, I_WAIT_N] == 0 and mint[m, I_POOL] == P_MIXED and tag[m] != P_MIXED:
                         _to_pool(m, tag[m], mint, mf, pt_v, pt_i, mt_v, mt_i, S, S2)
                     continue
                 d = _iteration_time(cls[m], keep, keep, 0, ctx, ptab, ttab, tctx, mtab, mctx)
@@ -838,10 +881,22 @@ def simulate_kernel(
                         if xf_n == SX:
                             xt_v, xt_i = _tree_grow(xt_v, xt_i, SX, xf_n)
                             SX *= 2
+                        # The transfer's first event (at t, before any other machine run at t)
+                        # is taken here: between now and then only this machine's state changes,
+                        # and the token machine's memory is read by nothing else at t, so it
+                        # starts, or waits for memory, exactly as it would then — one tree update
+                        # and one trip through the loop less per request. Counted as an event.
+                        events += 1
+                        tmach = rq[r, R_TM]
                         xf_rid[xf_n] = r
-                        xf_time[xf_n] = t
-                        xf_inflight[xf_n] = False
-                        _tree_set(xt_v, xt_i, 0, SX, xf_n, t)
+                        if mf[tmach, F_MEM] + rf[r, Q_KVP] > cap[cls[tmach]]:
+                            xf_time[xf_n] = t + retry_s
+                            xf_inflight[xf_n] = False
+                        else:
+                            mf[tmach, F_MEM] += rf[r, Q_KVP]
+                            xf_time[xf_n] = t + xfer_s[r]
+                            xf_inflight[xf_n] = True
+                        _tree_set(xt_v, xt_i, 0, SX, xf_n, xf_time[xf_n])
                         xf_n += 1
                 else:
                     rq[r, R_GEN] += k

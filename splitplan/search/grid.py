@@ -104,13 +104,15 @@ class CachedEvaluator:
         return d
 
 
-def threshold(lo: int, hi: int, guess: int, probe: Callable[[int], bool]) -> int:
+def threshold(lo: int, hi: int, guess: int, probe: Callable[[int], bool], *, bisect: bool = False) -> int:
     """Smallest x in (lo, hi) with probe(x) true, given probe false at ≤ lo and true at ≥ hi.
 
     `hi` may be a sentinel one past the range (never probed); the return value is then hi when
-    nothing in range passes. Gallops from `guess` with doubling steps, then bisects.
+    nothing in range passes. Gallops from `guess` with doubling steps, then bisects; with
+    `bisect`, bisects from the start (`guess` unused): for a guess that the probes have already
+    shown wrong by an unknown amount, where galloping costs about 2·log2 of its error.
     """
-    seen_ok = seen_bad = False
+    seen_ok = seen_bad = bisect
     x, step = guess, 1
     while hi - lo > 1:
         if seen_ok and seen_bad:

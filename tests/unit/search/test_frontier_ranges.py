@@ -297,3 +297,31 @@ def test_a_stopped_failure_that_no_candidate_depends_on_is_left_as_is() -> None:
 
     assert st.unsettled_cliffs(close, 0.3) == {}
     assert (81, 9) in st.guard_candidates(close, 0.3)
+
+
+class _ColumnProbe:
+    """A DES stand-in for one column: passes from `first` token machines up."""
+
+    def __init__(self, first: int) -> None:
+        self.first, self.calls, self.fresh = first, [], {}
+
+    def decide(self, design, p, t, factor):
+        from splitplan.search.evaluate import Decision
+
+        self.calls.append(t)
+        return Decision(meets=t >= self.first, margin=0.1 if t >= self.first else -0.2, binding="x")
+
+
+@pytest.mark.parametrize(("guess", "bisects"), [(90, True), (21, False)])
+def test_a_column_passing_at_its_cap_against_the_screen_is_bisected(guess: int, bisects: bool) -> None:
+    from splitplan.search.frontier import Column, walk_column
+
+    ev = _ColumnProbe(first=20)
+    low, up, seen, _fresh = walk_column(ev, None, Column(5, 0, 101, guess, 60), 1.0, False)
+    assert (low, up) == (20, 20)
+    assert ev.calls[0] == 60  # the cap first: it passes, the screen's guess said it would not
+    if bisects:
+        assert ev.calls[1] == 30 and len(ev.calls) <= 1 + 6  # log2 of (0, 60]
+    else:
+        assert ev.calls[1:3] == [21, 20]  # a guess below the cap is trusted: gallop from it
+    assert set(seen) == {(5, t) for t in ev.calls}

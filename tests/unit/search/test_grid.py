@@ -158,3 +158,26 @@ def test_same_inputs_same_points() -> None:
         return [{k: v for k, v in p.row().items() if not (isinstance(v, float) and np.isnan(v))} for p in pts]
 
     assert strip(a.points) == strip(b.points)
+
+
+@given(st.integers(0, 60), st.integers(-5, 70), st.integers(1, 60))
+def test_threshold_bisecting_finds_the_first_passing_index(true_x: int, guess: int, n: int) -> None:
+    calls = []
+
+    def probe(x: int) -> bool:
+        calls.append(x)
+        assert 1 <= x <= n
+        return x >= true_x
+
+    got = threshold(0, n + 1, guess, probe, bisect=True)
+    assert got == (max(true_x, 1) if true_x <= n else n + 1)
+    assert len(calls) == len(set(calls))
+    assert len(calls) <= int(np.ceil(np.log2(n + 1)))  # the guess plays no part
+
+
+def test_threshold_bisecting_beats_a_gallop_from_a_far_guess() -> None:
+    gallop, halves = [], []
+    assert threshold(0, 117, 116, lambda x: gallop.append(x) or x >= 58) == 58
+    assert threshold(0, 117, 116, lambda x: halves.append(x) or x >= 58, bisect=True) == 58
+    assert halves[0] == 58  # the middle of (0, 117)
+    assert len(halves) < len(gallop) == 12

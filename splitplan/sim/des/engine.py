@@ -326,6 +326,19 @@ def _count_failures(r, done, value, rq, crow, chk, chk_bad, first, failed):
             k = chk_next[k]
 
 
+@nb.njit(cache=True, inline="always")  # once per request in the hot loop
+def _transfer_step(x, r, t, xfer_s, retry_s, cap, cls, mf, rf, rq, xf_time, xf_inflight):
+    # transfer slot x (request r) not in flight at time t: it starts once the token machine has
+    # room for the prompt's KV (arriving xfer_s[r] later), else it tries again retry_s later
+    b = rq[r, R_TM]
+    if mf[b, F_MEM] + rf[r, Q_KVP] > cap[cls[b]]:
+        xf_time[x] = t + retry_s
+        return
+    mf[b, F_MEM] += rf[r, Q_KVP]
+    xf_inflight[x] = True
+    xf_time[x] = t + xfer_s[r]
+
+
 @nb.njit(cache=True)
 def _need(r, m, rq, rf, reserve_decode):
     # KV memory a waiting task needs to start: a prompt its p + 1 tokens (plus its decode's when
@@ -694,13 +707,7 @@ def simulate_kernel(
             b = rq[r, R_TM]
             if not xf_inflight[xi]:
                 # waiting for memory on the token machine
-                if mf[b, F_MEM] + rf[r, Q_KVP] > cap[cls[b]]:
-                    xf_time[xi] = t + retry_s
-                    _tree_set(xt_v, xt_i, 0, SX, xi, xf_time[xi])
-                    continue
-                mf[b, F_MEM] += rf[r, Q_KVP]
-                xf_inflight[xi] = True
-                xf_time[xi] = t + xfer_s[r]
+                _transfer_step(xi, r, t, xfer_s, retry_s, cap, cls, mf, rf, rq, xf_time, xf_inflight)
                 _tree_set(xt_v, xt_i, 0, SX, xi, xf_time[xi])
                 continue
             # transfer complete: remove from list (the last slot moves into its place)
@@ -887,15 +894,11 @@ def simulate_kernel(
                         # starts, or waits for memory, exactly as it would then — one tree update
                         # and one trip through the loop less per request. Counted as an event.
                         events += 1
-                        tmach = rq[r, R_TM]
                         xf_rid[xf_n] = r
-                        if mf[tmach, F_MEM] + rf[r, Q_KVP] > cap[cls[tmach]]:
-                            xf_time[xf_n] = t + retry_s
-                            xf_inflight[xf_n] = False
-                        else:
-                            mf[tmach, F_MEM] += rf[r, Q_KVP]
-                            xf_time[xf_n] = t + xfer_s[r]
-                            xf_inflight[xf_n] = True
+                        xf_inflight[xf_n] = False
+                        _transfer_step(
+                            xf_n, r, t, xfer_s, retry_s, cap, cls, mf, rf, rq, xf_time, xf_inflight
+                        )
                         _tree_set(xt_v, xt_i, 0, SX, xf_n, xf_time[xf_n])
                         xf_n += 1
                 else:

@@ -22,8 +22,8 @@ DESIGNS = (
 )
 
 
-@given(st.integers(0, 60), st.integers(-5, 70), st.integers(1, 60))
-def test_threshold_finds_the_first_passing_index(true_x: int, guess: int, n: int) -> None:
+@given(st.integers(0, 60), st.integers(-5, 70), st.integers(1, 60), st.booleans())
+def test_threshold_finds_the_first_passing_index(true_x: int, guess: int, n: int, bisect: bool) -> None:
     calls = []
 
     def probe(x: int) -> bool:
@@ -31,15 +31,25 @@ def test_threshold_finds_the_first_passing_index(true_x: int, guess: int, n: int
         assert 1 <= x <= n
         return x >= true_x
 
-    got = threshold(0, n + 1, guess, probe)
+    got = threshold(0, n + 1, guess, probe, bisect=bisect)
     assert got == (max(true_x, 1) if true_x <= n else n + 1)
     assert len(calls) == len(set(calls))
+    if bisect:  # the guess plays no part
+        assert len(calls) <= int(np.ceil(np.log2(n + 1)))
 
 
 def test_threshold_with_a_good_guess_needs_two_probes() -> None:
     calls = []
     assert threshold(0, 40, 17, lambda x: calls.append(x) or x >= 17) == 17
     assert calls == [17, 16]
+
+
+def test_threshold_bisecting_beats_a_gallop_from_a_far_guess() -> None:
+    gallop, halves = [], []
+    assert threshold(0, 117, 116, lambda x: gallop.append(x) or x >= 58) == 58
+    assert threshold(0, 117, 116, lambda x: halves.append(x) or x >= 58, bisect=True) == 58
+    assert halves[0] == 58  # the middle of (0, 117)
+    assert len(halves) < len(gallop) == 12
 
 
 def test_classify_uses_dominance_both_ways() -> None:
@@ -158,26 +168,3 @@ def test_same_inputs_same_points() -> None:
         return [{k: v for k, v in p.row().items() if not (isinstance(v, float) and np.isnan(v))} for p in pts]
 
     assert strip(a.points) == strip(b.points)
-
-
-@given(st.integers(0, 60), st.integers(-5, 70), st.integers(1, 60))
-def test_threshold_bisecting_finds_the_first_passing_index(true_x: int, guess: int, n: int) -> None:
-    calls = []
-
-    def probe(x: int) -> bool:
-        calls.append(x)
-        assert 1 <= x <= n
-        return x >= true_x
-
-    got = threshold(0, n + 1, guess, probe, bisect=True)
-    assert got == (max(true_x, 1) if true_x <= n else n + 1)
-    assert len(calls) == len(set(calls))
-    assert len(calls) <= int(np.ceil(np.log2(n + 1)))  # the guess plays no part
-
-
-def test_threshold_bisecting_beats_a_gallop_from_a_far_guess() -> None:
-    gallop, halves = [], []
-    assert threshold(0, 117, 116, lambda x: gallop.append(x) or x >= 58) == 58
-    assert threshold(0, 117, 116, lambda x: halves.append(x) or x >= 58, bisect=True) == 58
-    assert halves[0] == 58  # the middle of (0, 117)
-    assert len(halves) < len(gallop) == 12

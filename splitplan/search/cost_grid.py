@@ -58,6 +58,10 @@ class _GridState:
     def space(self) -> DesignSpace:
         return self.sg.space
 
+    @property
+    def design(self) -> Any:
+        return self.sg.design
+
 
 def solve_cost_grid(
     ctx: SearchContext, spaces: list[DesignSpace]
@@ -134,9 +138,7 @@ def _solve_whole(
         else:
             every = {id(s): list(zip(s.sg.p.tolist(), s.sg.t.tolist(), strict=True)) for s in states}
             _add_point_tasks(ctx, states, every, tasks, owners)
-        outs = ctx.map(call, tasks, lambda res: res[1])
-        for st, (seen, _fresh) in zip(owners, outs, strict=True):
-            st.decided.update(seen)
+        _decide(ctx, tasks, owners)
         if pb.engine is Engine.HYBRID:
             _verify(ctx, states)
     return [_finish(ctx, st) for st in states]
@@ -196,18 +198,19 @@ def _verify(ctx: SearchContext, states: list[_GridState]) -> None:
         tasks: list[tuple[Any, ...]] = []
         owners: list[_GridState] = []
         _add_point_tasks(ctx, states, todo, tasks, owners)
-        for st, (seen, _fresh) in zip(owners, ctx.map(call, tasks, lambda res: res[1]), strict=True):
-            st.decided.update(seen)
+        _decide(ctx, tasks, owners)
 
 
 def _add_point_tasks(
     ctx: SearchContext,
-    states: list[_GridState],
+    states: list[Any],
     todo: dict[int, list[tuple[int, int]]],
     tasks: list[tuple[Any, ...]],
-    owners: list[_GridState],
+    owners: list[Any],
+    stop_below_headroom: float | None = None,
 ) -> None:
-    """Chunks of points per design: a few per worker, so progress moves and loads balance."""
+    """Chunks of points per design (a grid or a frontier state): a few per worker, so progress
+    moves and loads balance; their runs stop below `stop_below_headroom` (None: to the end)."""
     total = sum(len(v) for v in todo.values())
     if not total:
         return
@@ -215,8 +218,15 @@ def _add_point_tasks(
     for st in states:
         pts = todo.get(id(st), [])
         for block in chunks(pts, max(1, math.ceil(len(pts) / per_chunk))):
-            tasks.append((decide_points, ctx.cached(st.space.name), st.sg.design, block, 1.0))
+            evaluator = ctx.cached(st.space.name, stop_below_headroom)
+            tasks.append((decide_points, evaluator, st.design, block, 1.0))
             owners.append(st)
+
+
+def _decide(ctx: SearchContext, tasks: list[tuple[Any, ...]], owners: list[Any]) -> None:
+    """Run `decide_points` tasks (in parallel) and give each its owner's verdicts."""
+    for st, (seen, _fresh) in zip(owners, ctx.map(call, tasks, lambda res: res[1]), strict=True):
+        st.decided.update(seen)
 
 
 def _finish(ctx: SearchContext, st: _GridState) -> tuple[DesignResult, list[PointRecord]]:
@@ -346,17 +356,8 @@ def _solve_frontier(
             break
         g_tasks: list[tuple[Any, ...]] = []
         owners: list[FrontierState] = []
-        total = sum(len(v) for v in todo.values())
-        per_chunk = max(8, math.ceil(total / (4 * ctx.runner.workers)))
-        for st in states:
-            pts = todo.get(id(st), [])
-            for block in chunks(pts, max(1, math.ceil(len(pts) / per_chunk))):
-                g_tasks.append(
-                    (decide_points, ctx.cached(st.space.name, STOP_BELOW_HEADROOM), st.design, block, 1.0)
-                )
-                owners.append(st)
-        for st, (seen, _fresh) in zip(owners, ctx.map(call, g_tasks, lambda res: res[1]), strict=True):
-            st.decided.update(seen)
+        _add_point_tasks(ctx, states, todo, g_tasks, owners, STOP_BELOW_HEADROOM)
+        _decide(ctx, g_tasks, owners)
     _settle_closest_miss(ctx, states, STOP_BELOW_HEADROOM)
     return [_finish_frontier(ctx, st) for st in states]
 
@@ -380,8 +381,7 @@ def _settle_cliffs(
                 owners.append(st)
         if not tasks:
             return
-        for st, (seen, _fresh) in zip(owners, ctx.map(call, tasks, lambda res: res[1]), strict=True):
-            st.decided.update(seen)
+        _decide(ctx, tasks, owners)
 
 
 def _settle_closest_miss(ctx: SearchContext, states: list[Any], bound: float) -> None:
@@ -402,8 +402,7 @@ def _settle_closest_miss(ctx: SearchContext, states: list[Any], bound: float) ->
         tasks.append((decide_points, ctx.cached(st.space.name), st.design, [pt], 1.0))
         owners.append(st)
     if tasks:
-        for st, (seen, _fresh) in zip(owners, ctx.map(call, tasks, lambda res: res[1]), strict=True):
-            st.decided.update(seen)
+        _decide(ctx, tasks, owners)
 
 
 def _finish_frontier(ctx: SearchContext, st: Any) -> tuple[DesignResult, list[PointRecord]]:

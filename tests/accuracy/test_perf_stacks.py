@@ -103,7 +103,17 @@ def test_shipped_stack_is_reproducible_by_its_command(iterations_csv, profile_cs
     table = profile_csv if shipped.provenance["schema"] == "profile" else iterations_csv
     assert read_measurements(str(table)).sha256 == shipped.provenance["sha256"]
     fresh = fit_stack(str(table), stack, opts)
-    assert fresh.params.to_dict() == pytest.approx(shipped.params.to_dict(), rel=1e-3)
+
+    # within 0.1 %; a once-per-iteration overhead within 10 µs: one the fit drives to about zero
+    # barely moves the objective against iterations of tens of ms, so where near zero it lands
+    # depends on the platform's floating point (1.4 against 3.3 µs for BLOOM-176B on A100)
+    def same(got: dict, want: dict) -> bool:
+        if sorted(got) != sorted(want):
+            return False
+        near = {k: 1e-5 if k == "iteration_overhead_s" else 0.0 for k in want}
+        return all(got[k] == pytest.approx(want[k], rel=1e-3, abs=near[k]) for k in want)
+
+    assert same(fresh.params.to_dict(), shipped.params.to_dict())
     assert sorted(fresh.refine) == sorted(shipped.refine)
     for key, p in shipped.refine.items():
-        assert fresh.refine[key].to_dict() == pytest.approx(p.to_dict(), rel=1e-3), key
+        assert same(fresh.refine[key].to_dict(), p.to_dict()), (key, fresh.refine[key], p)

@@ -124,12 +124,19 @@ def cases() -> dict[str, tuple[Callable[[], ClusterConfig], Callable[[], Scenari
 
 
 def digest(res: SimResult) -> dict[str, object]:
-    """A hash of every per-request output and the run's counters, plus the counters in clear."""
+    """A hash of every per-request output and the run's counters, plus the counters in clear.
+
+    Times are hashed to the microsecond: their last bits differ between CPUs (the compiled
+    kernel's and numpy's floating point), while a machine or event chosen differently moves a
+    request by far more."""
     pr = res.per_request
     h = hashlib.sha256()
-    for arr in (pr.ttft_s, pr.e2e_s, pr.queue_s, pr.prompt_machine, pr.token_machine, pr.preemptions):
+    for arr in (pr.ttft_s, pr.e2e_s, pr.queue_s):
+        h.update(np.round(np.ascontiguousarray(arr, dtype=np.float64), 6).tobytes())
+    for arr in (pr.prompt_machine, pr.token_machine, pr.preemptions):
         h.update(np.ascontiguousarray(arr).tobytes())
-    counters = {k: res.extra[k] for k in ("events", "pool_moves", "iterations", "end_s", "mean_batch_size")}
+    counters = {k: res.extra[k] for k in ("events", "pool_moves", "iterations")}
+    counters |= {k: round(float(res.extra[k]), 6) for k in ("end_s", "mean_batch_size")}
     h.update(json.dumps(counters, sort_keys=True).encode())
     h.update(json.dumps([res.stable, res.completed, list(res.notes)]).encode())
     return {

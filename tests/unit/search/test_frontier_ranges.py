@@ -326,3 +326,37 @@ def test_a_column_passing_at_its_cap_against_the_screen_is_bisected(guess: int, 
     else:
         assert ev.calls[1:3] == [21, 20]  # a guess below the cap is trusted: gallop from it
     assert set(seen) == {(5, t) for t in ev.calls}
+
+
+@pytest.mark.parametrize("load", [0.5, 3.0, 40.0, 400.0])
+@pytest.mark.parametrize("design", ["splitwise-hh", "baseline-h100"])
+def test_capacity_estimate_is_the_first_passing_diagonal_size_from_few_screened_points(
+    design: str, load: float
+) -> None:
+    from splitplan.search.context import SearchContext
+    from splitplan.search.parallel import Runner
+    from splitplan.search.ranges import capacity_estimate
+    from splitplan.search.store import PointStore
+
+    ev = FakeEvaluator(prompt_need=26.5 * load, token_need=2.5 * load)
+    screened: list[int] = []
+    screen = ev.screen
+
+    def counting_screen(d, prompt, token, rate_scale=1.0):
+        screened.append(int(np.size(prompt)))
+        return screen(d, prompt, token, rate_scale)
+
+    ev.screen = counting_screen  # type: ignore[method-assign]
+    space = paper_space(design)
+    pb = SearchProblem(spaces=(space,))
+    ctx = SearchContext(problem=pb, evaluator=ev, runner=Runner(), store=PointStore(), progress=None)
+    est = capacity_estimate(ctx, space)
+    n = np.arange(1, 1 << 16)
+    ok = ev.true_margin(space.design(), n, np.zeros_like(n) if space.baseline else n, 1.0) >= 0
+    assert est == int(n[int(np.argmax(ok))])
+    # the range's own grid, the default range's diagonal, then single points: the ladder's rungs up
+    # to the first that passes and a bisection of its bracket (not every size of the bracket)
+    grid = int(np.prod([hi - lo + 1 for lo, hi in (space.prompt_range, space.token_range) if hi]))
+    singles = [k for k in screened if k == 1]
+    assert sum(screened) - len(singles) <= grid + 80
+    assert len(singles) <= 2 * 16 + 2

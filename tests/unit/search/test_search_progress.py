@@ -60,7 +60,7 @@ def test_the_forecast_is_exact_where_the_des_agrees_with_the_screen(engine, obje
 
 
 SCREENS = {  # an optimistic screen (the DES needs more runs) and a pessimistic one (fewer)
-    "optimistic": {"bias": 0.3, "noise": 0.05, "offset": -0.02},
+    "optimistic": {"bias": 0.5, "noise": 0.05, "offset": -0.02},
     "pessimistic": {"bias": -0.3, "noise": 0.1},
 }
 

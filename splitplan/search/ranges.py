@@ -73,13 +73,17 @@ def capacity_estimate(ctx: SearchContext, space: DesignSpace) -> int | None:
     ok = _margins(ctx, space, sizes) >= 0.0
     if ok.any():
         return int(sizes[int(np.argmax(ok))])
+
     # the doubling ladder, one rung at a time up to the first that passes: a rung costs the screen
     # in proportion to its size (the admission chain's tables), so rungs far beyond the load are
     # not screened (at 70 req/s they were most of the estimate's time)
+    def passes(n: int) -> bool:
+        return _margin(ctx, space, n, 0 if space.baseline else n) >= 0.0
+
     ladder = [default_hi * 2**k for k in range(1, 32) if default_hi * 2**k < AUTO_MAX_MACHINES]
     lo = default_hi
     for hi in [*ladder, AUTO_MAX_MACHINES]:
-        if _margins(ctx, space, np.array([hi], dtype=np.int64))[0] >= 0.0:
+        if passes(hi):
             break
         lo = hi
     else:
@@ -89,7 +93,7 @@ def capacity_estimate(ctx: SearchContext, space: DesignSpace) -> int | None:
     # log2(bracket) single-point screens where screening every size cost seconds at 10,000 req/s
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if _margins(ctx, space, np.array([mid], dtype=np.int64))[0] >= 0.0:
+        if passes(mid):
             hi = mid
         else:
             lo = mid

@@ -13,7 +13,11 @@ import pytest
 from search_fakes import FakeEvaluator
 
 from splitplan.search import SearchProblem, paper_space, run_search
+from splitplan.search.context import SearchContext
 from splitplan.search.frontier import use_frontier
+from splitplan.search.parallel import Runner
+from splitplan.search.ranges import capacity_estimate
+from splitplan.search.store import PointStore
 
 
 def exhaustive_optimum(ev, design, p_range, t_range, objective="cost"):
@@ -333,11 +337,6 @@ def test_a_column_passing_at_its_cap_against_the_screen_is_bisected(guess: int, 
 def test_capacity_estimate_is_the_first_passing_diagonal_size_from_few_screened_points(
     design: str, load: float
 ) -> None:
-    from splitplan.search.context import SearchContext
-    from splitplan.search.parallel import Runner
-    from splitplan.search.ranges import capacity_estimate
-    from splitplan.search.store import PointStore
-
     ev = FakeEvaluator(prompt_need=26.5 * load, token_need=2.5 * load)
     screened: list[int] = []
     screen = ev.screen

@@ -4,10 +4,11 @@
         [--design splitwise-hh --design baseline-h100]
 
 Each run is a fresh `python -m splitplan search ... --json` process under `/usr/bin/time -v` (numba
-loads its kernel from the cache, as a user's run would), with the default (automatic) ranges. Per
-rate and design it prints the answer, the DES runs and what limited the range (none expected), and
-per command the medians over the repeats of the process CPU time (user + system: the steadier
-figure on a shared machine), the wall time and the peak resident memory (max RSS).
+loads its kernel from the cache and Python the package's bytecode, as a user's run would; see
+_bytecode.py), with the default (automatic) ranges. Per rate and design it prints the answer, the
+DES runs and what limited the range (none expected), and per command the medians over the repeats
+of the process CPU time (user + system: the steadier figure on a shared machine), the wall time
+and the peak resident memory (max RSS).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from _bytecode import compile_package
 
 REPO = Path(__file__).resolve().parents[2]
 TIME = "/usr/bin/time"
@@ -75,6 +78,7 @@ def main() -> None:
     designs = args.design or ["splitwise-hh", "baseline-h100"]
     if not Path(TIME).exists():
         raise SystemExit(f"{TIME} is needed (GNU time) for the CPU time and peak memory")
+    compile_package(REPO)
     print(f"splitplan search --design {' --design '.join(designs)} --rate R --jobs {args.jobs}")
     print(f"medians of {args.repeat} fresh processes; CPU, wall and RSS are per command (all designs)")
     print(

@@ -13,18 +13,56 @@ import numpy.typing as npt
 FloatArray = npt.NDArray[np.float64]
 
 
-def erlang_c(servers: npt.ArrayLike, offered: npt.ArrayLike) -> FloatArray:
-    """Probability that an arrival waits in an M/M/c queue (Erlang C), vectorized over points.
+def erlang_b(servers: npt.ArrayLike, offered: npt.ArrayLike) -> FloatArray:
+    """Probability that an arrival finds every server busy in an M/M/c/c loss system (Erlang B).
 
-    `servers` = c (integers ≥ 1), `offered` = a = λ·E[S] (erlangs). Erlang B is a Poisson ratio,
-    B(c, a) = P(K = c) / P(K ≤ c) for K ~ Poisson(a), with P(K ≤ c) = Q(c + 1, a) (regularized upper
-    incomplete gamma) and P(K = c) from log-gamma: a fixed number of operations per point whatever
-    c is (the Erlang-B recursion this replaces took c steps, so its cost grew with the largest pool
-    of a chunk). Agrees with the recursion to ~1e-12 relative (tests/unit/sim/test_analytic.py).
-    C = B / (1 − ρ(1 − B)); returns 1 where a ≥ c (overloaded).
+    `servers` = c (integers ≥ 1), `offered` = a = λ·E[S] (erlangs), vectorized over points. Erlang
+    B is a Poisson ratio, B(c, a) = P(K = c) / P(K ≤ c) for K ~ Poisson(a), with P(K ≤ c) =
+    Q(c + 1, a) (regularized upper incomplete gamma) and P(K = c) from log-gamma: a fixed number of
+    operations per point whatever c is (the Erlang-B recursion takes c steps, so its cost grew with
+    the largest pool of a chunk). Where a is so far above c that both Poisson terms underflow, the
+    series of 1/B in c/a takes over. Agrees with the recursion to ~1e-9 relative
+    (tests/unit/sim/test_analytic.py); 0 where a is 0.
     """
     from scipy.special import gammaincc, gammaln
 
+    c = np.asarray(servers, dtype=np.int64)
+    a = np.asarray(offered, dtype=np.float64)
+    c, a = np.broadcast_arrays(c, a)
+    b = np.zeros(a.shape)
+    live = a > 0.0
+    if live.any():
+        cl, al = c[live].astype(np.float64), a[live]
+        log_pmf = cl * np.log(al) - al - gammaln(cl + 1.0)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            ratio = np.exp(log_pmf) / gammaincc(cl + 1.0, al)
+        far = ~np.isfinite(ratio)
+        if far.any():
+            ratio[far] = 1.0 / _inverse_erlang_b_series(cl[far], al[far])
+        b[live] = ratio
+    return b
+
+
+def _inverse_erlang_b_series(c: FloatArray, a: FloatArray) -> FloatArray:
+    # 1/B(c, a) = Σ_{j=0..c} c!/(c − j)! · a^−j, summed until its terms vanish: used only where the
+    # Poisson ratio underflows, which is far above the servers (a > 2c), so a term is less than
+    # half the one before and a few dozen terms suffice
+    total = np.ones_like(a)
+    term = np.ones_like(a)
+    for j in range(1, int(c.max()) + 1):
+        term *= np.maximum(c - (j - 1), 0.0) / a
+        total += term
+        if float(term.max()) < 1e-17:
+            break
+    return total
+
+
+def erlang_c(servers: npt.ArrayLike, offered: npt.ArrayLike) -> FloatArray:
+    """Probability that an arrival waits in an M/M/c queue (Erlang C), vectorized over points.
+
+    `servers` = c (integers ≥ 1), `offered` = a = λ·E[S] (erlangs). C = B / (1 − ρ(1 − B)) from
+    Erlang B (`erlang_b`); returns 1 where a ≥ c (overloaded).
+    """
     c = np.asarray(servers, dtype=np.int64)
     a = np.asarray(offered, dtype=np.float64)
     c, a = np.broadcast_arrays(c, a)
@@ -33,12 +71,30 @@ def erlang_c(servers: npt.ArrayLike, offered: npt.ArrayLike) -> FloatArray:
     live = (rho < 1.0) & (a > 0.0)  # elsewhere C is 1 (overload) or 0 (no load)
     b = np.zeros(a.shape)
     if live.any():
-        cl, al = cf[live], a[live]
-        log_pmf = cl * np.log(al) - al - gammaln(cl + 1.0)
-        b[live] = np.exp(log_pmf) / gammaincc(cl + 1.0, al)
+        b[live] = erlang_b(c[live], a[live])
     with np.errstate(divide="ignore", invalid="ignore"):
         pw = b / (1.0 - rho * (1.0 - b))
     return np.where(rho >= 1.0, 1.0, np.clip(pw, 0.0, 1.0))
+
+
+def overflow_peakedness(servers: npt.ArrayLike, offered: npt.ArrayLike) -> FloatArray:
+    """Peakedness Z = variance / mean of the traffic that overflows c servers offered a erlangs of
+    Poisson traffic (Riordan's formula, the basis of Wilkinson's equivalent random method):
+    Z = 1 − M + a / (c + 1 − a + M), with M = a·B(c, a) the overflow's mean.
+
+    Why it matters: overflow is not Poisson. It leaves a small pool smoothly (one machine is full
+    much of the time: Z near 1) but a large one in bursts (all c are full only at the peaks of the
+    load: Z grows like √c at a ≈ c), and a burst is what makes overflowed work queue where it is
+    sent. Z ≥ 1 (held there against rounding); 1 without load and in the limit a ≫ c (almost
+    everything overflows: Poisson again).
+    """
+    c = np.asarray(servers, dtype=np.float64)
+    a = np.asarray(offered, dtype=np.float64)
+    b = erlang_b(np.asarray(servers, dtype=np.int64), a)
+    m = a * b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = 1.0 - m + a / (c + 1.0 - a + m)
+    return np.maximum(z, 1.0)
 
 
 def mgc_wait(

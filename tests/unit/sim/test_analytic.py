@@ -14,7 +14,14 @@ from splitplan.catalog import get_model
 from splitplan.design import ClusterConfig, get_design
 from splitplan.errors import InputError, ModelDoesNotFitError
 from splitplan.sim import analytic
-from splitplan.sim._queueing import bisect_increasing, erlang_c, mgc_wait, row_percentiles
+from splitplan.sim._queueing import (
+    bisect_increasing,
+    erlang_b,
+    erlang_c,
+    mgc_wait,
+    overflow_peakedness,
+    row_percentiles,
+)
 from splitplan.sim.analytic import AnalyticBatch, evaluate_grid, simulate_analytic
 from splitplan.sim.config import SimConfig
 from splitplan.sim.scenario import Scenario
@@ -70,6 +77,68 @@ def test_erlang_c_agrees_with_the_recursion_up_to_thousands_of_servers() -> None
     assert np.all(np.isfinite(got))
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-280)
     assert np.all(got[:50] == 0.0)
+
+
+def erlang_b_recursion(c: np.ndarray, a: np.ndarray) -> np.ndarray:
+    b = np.ones(a.shape)
+    out = np.ones(a.shape)
+    for k in range(1, int(c.max()) + 1):
+        b = a * b / (k + a * b)
+        out[c == k] = b[c == k]
+    return out
+
+
+def test_erlang_b_agrees_with_the_recursion_under_and_over_load() -> None:
+    rng = np.random.default_rng(7)
+    c = rng.integers(1, 2000, 10_000)
+    a = rng.uniform(0.0, 3.0, c.size) * c
+    a[:5] = [900.0, 5e3, 2e4, 4e4, 1e6]  # both Poisson terms underflow: the series takes over
+    got, want = erlang_b(c, a), erlang_b_recursion(c, a)
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-280)
+
+
+def overflow_moments_by_markov_chain(c: int, a: float, depth: int = 80) -> tuple[float, float]:
+    # mean and variance of the busy overflow servers when Poisson traffic of a erlangs (unit
+    # holding times) is offered to c servers and what finds them busy goes to infinitely many
+    # more: the stationary law of the chain (primary busy i ≤ c, overflow busy j ≤ depth)
+    states = [(i, j) for i in range(c + 1) for j in range(depth + 1)]
+    at = {s: k for k, s in enumerate(states)}
+    q = np.zeros((len(states), len(states)))
+    for (i, j), k in at.items():
+        if i < c:
+            q[k, at[(i + 1, j)]] += a
+        elif j < depth:
+            q[k, at[(i, j + 1)]] += a
+        if i > 0:
+            q[k, at[(i - 1, j)]] += i
+        if j > 0:
+            q[k, at[(i, j - 1)]] += j
+        q[k, k] = -q[k].sum()
+    lhs = np.vstack([q.T, np.ones(len(states))])
+    pi = np.linalg.lstsq(lhs, np.concatenate([np.zeros(len(states)), [1.0]]), rcond=None)[0]
+    j = np.array([s[1] for s in states], dtype=np.float64)
+    mean = float(pi @ j)
+    return mean, float(pi @ (j - mean) ** 2)
+
+
+@pytest.mark.parametrize(("c", "a"), [(1, 0.7), (1, 2.5), (2, 2.0), (4, 5.0), (6, 4.0)])
+def test_overflow_peakedness_is_the_overflows_variance_over_its_mean(c: int, a: float) -> None:
+    mean, var = overflow_moments_by_markov_chain(c, a)
+    assert mean == pytest.approx(a * erlang_b(np.array([c]), np.array([a]))[0], rel=1e-6)
+    assert overflow_peakedness(np.array([c]), np.array([a]))[0] == pytest.approx(var / mean, rel=1e-6)
+
+
+def test_overflow_peakedness_grows_with_the_pool_and_is_poisson_at_its_limits() -> None:
+    c = np.array([1, 2, 5, 20, 100, 1000])
+    z = overflow_peakedness(c, c.astype(np.float64))  # a pool offered its own size in erlangs
+    assert np.all(np.diff(z) > 0)
+    assert z[0] < 1.3
+    assert z[-1] > 10
+    assert overflow_peakedness(np.array([50]), np.array([0.0]))[0] == 1.0  # no load
+    far = overflow_peakedness(np.array([1, 10, 100]), np.array([900.0, 5000.0, 20000.0]))
+    assert np.all(np.isfinite(far))
+    assert np.allclose(far, 1.0, atol=0.02)  # nearly all overflows: Poisson again
 
 
 def test_erlang_c_single_server_is_utilization_and_overload_is_certain_wait() -> None:

@@ -57,18 +57,6 @@ def capacity_estimate(ctx: SearchContext, space: DesignSpace) -> int | None:
     doubling ladder screened rung by rung up to the first that passes, then a bisection of the
     bracket that rung closes."""
     default_hi = DEFAULT_BASELINE_MAX if space.baseline else DEFAULT_SPLIT_RANGE[1]
-    headroom = BASELINE_HEADROOM if space.baseline else SPLIT_HEADROOM
-    if space.prompt_range[0] == 1 and (space.baseline or space.token_range[0] == 1):
-        # the whole-grid screen of the range as given (which the grid strategy reuses) holds the
-        # diagonal up to its top: enough when the estimate keeps the range as it is
-        sg = ctx.space_grid(space)
-        m = np.nan_to_num(np.asarray(ctx.grid_screen(sg).margin, dtype=np.float64), nan=-np.inf)
-        top = space.prompt_range[1] if space.baseline else min(space.prompt_range[1], space.token_range[1])
-        diag = np.arange(1, top + 1)
-        idx = diag - 1 if space.baseline else (diag - 1) * (space.token_range[1]) + (diag - 1)
-        ok_d = m[idx] >= 0.0
-        if ok_d.any() and headroom * int(diag[int(np.argmax(ok_d))]) <= top:
-            return int(diag[int(np.argmax(ok_d))])
     sizes = np.arange(1, default_hi + 1, dtype=np.int64)
     ok = _margins(ctx, space, sizes) >= 0.0
     if ok.any():

@@ -36,7 +36,8 @@ def erlang_b(servers: npt.ArrayLike, offered: npt.ArrayLike) -> FloatArray:
         log_pmf = cl * np.log(al) - al - gammaln(cl + 1.0)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             ratio = np.exp(log_pmf) / gammaincc(cl + 1.0, al)
-        far = ~np.isfinite(ratio)
+        # far above the servers both terms fall into (or below) the subnormal range
+        far = ~np.isfinite(ratio) | ((log_pmf < -700.0) & (al > cl))
         if far.any():
             ratio[far] = 1.0 / _inverse_erlang_b_series(cl[far], al[far])
         b[live] = ratio
@@ -45,8 +46,8 @@ def erlang_b(servers: npt.ArrayLike, offered: npt.ArrayLike) -> FloatArray:
 
 def _inverse_erlang_b_series(c: FloatArray, a: FloatArray) -> FloatArray:
     # 1/B(c, a) = Σ_{j=0..c} c!/(c − j)! · a^−j, summed until its terms vanish: used only where the
-    # Poisson ratio underflows, which is far above the servers (a > 2c), so a term is less than
-    # half the one before and a few dozen terms suffice
+    # Poisson terms underflow, far above the servers (a > 2c below ~2,000 servers), where a term is
+    # less than the one before by c/a: a few dozen to a few hundred terms
     total = np.ones_like(a)
     term = np.ones_like(a)
     for j in range(1, int(c.max()) + 1):

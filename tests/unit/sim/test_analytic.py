@@ -55,13 +55,18 @@ def test_erlang_c_matches_the_closed_form(c: int, a: float) -> None:
     assert erlang_c(np.array([c]), np.array([a]))[0] == pytest.approx(erlang_c_direct(c, a), rel=1e-9)
 
 
-def erlang_c_recursion(c: np.ndarray, a: np.ndarray) -> np.ndarray:
+def erlang_b_recursion(c: np.ndarray, a: np.ndarray) -> np.ndarray:
     # the Erlang-B recursion B(k) = a·B(k−1) / (k + a·B(k−1)), c steps (the former implementation)
     b = np.ones(a.shape)
     out = np.ones(a.shape)
     for k in range(1, int(c.max()) + 1):
         b = a * b / (k + a * b)
         out[c == k] = b[c == k]
+    return out
+
+
+def erlang_c_recursion(c: np.ndarray, a: np.ndarray) -> np.ndarray:
+    out = erlang_b_recursion(c, a)
     rho = a / c
     with np.errstate(divide="ignore", invalid="ignore"):
         pw = out / (1.0 - rho * (1.0 - out))
@@ -77,15 +82,6 @@ def test_erlang_c_agrees_with_the_recursion_up_to_thousands_of_servers() -> None
     assert np.all(np.isfinite(got))
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-280)
     assert np.all(got[:50] == 0.0)
-
-
-def erlang_b_recursion(c: np.ndarray, a: np.ndarray) -> np.ndarray:
-    b = np.ones(a.shape)
-    out = np.ones(a.shape)
-    for k in range(1, int(c.max()) + 1):
-        b = a * b / (k + a * b)
-        out[c == k] = b[c == k]
-    return out
 
 
 def test_erlang_b_agrees_with_the_recursion_under_and_over_load() -> None:

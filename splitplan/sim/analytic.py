@@ -826,11 +826,14 @@ class _SplitContext:
         ok = rho_t < 1.0
         rho_p = offered / P  # above full_utilization the excess overflows
         # an overflowed prompt found every prompt queue at its cap and joins a mixed machine's
-        # (computed for those requests alone)
-        peak = overflow_peakedness(pu, offered_u)[inv]
-        frac = np.minimum(1.0, cal.overflow_wait_growth * overflow * (peak - 1.0))
+        # (computed for those requests alone; the peakedness for the prompt pools they overflow)
+        spills = over_u.any(axis=1)
         ro, co = np.nonzero(over_i)
-        ttft[ro, co] = frac[ro] * self.wait_cap[co] + (0.5 * tau)[ro] + self.mix_solo[co]
+        if len(ro):
+            peak = np.ones(len(uniq))
+            peak[spills] = overflow_peakedness(pu[spills], offered_u[spills])
+            frac = np.minimum(1.0, cal.overflow_wait_growth * overflow[ro] * (peak[inv[ro]] - 1.0))
+            ttft[ro, co] = frac * self.wait_cap[co] + (0.5 * tau)[ro] + self.mix_solo[co]
         join = cal.join_fraction * tau * np.minimum(nbat, 1.0)
         # Each request decodes in the batch of its own part of the finite trace (`_decode_phase`):
         # with the steady batch for all, TBT came out flat across the percentiles where the DES's
@@ -845,7 +848,7 @@ class _SplitContext:
         tbt = decode / s.o[None, :]
         # the rows of one prompt pool where no request overflows have the same TTFTs whatever their
         # token pool (`evaluate_grid` takes their percentiles once)
-        quiet = ~over_u.any(axis=1)
+        quiet = ~spills
         same = np.where(quiet[inv], inv, len(uniq) + np.arange(len(inv)))
         return ttft, tbt, e2e, ok, rho_p, rho_t, nbat, same
 

@@ -10,7 +10,7 @@ and score the evaluator on the whole validation set.
 
 The targets of the issue that asked for this set are all-nine verdict agreement ≥ 97 % of the
 points and the frontier within one machine on ≥ 95 % of the rows. The shipped calibration does
-not reach them (held out: 92.6 % of the frontier-dense points, 96.6 % of the uniform slice, 91.5 %
+not reach them (held out: 93.1 % of the frontier-dense points, 96.9 % of the uniform slice, 92.5 %
 of the rows; docs/background.md says where it misses), so the tests hold the measured figures as
 floors, a little below them. The floors are regression guards, not targets: a refit or a change of
 the queue model that loses held-out accuracy fails here, and the floors are raised as the model
@@ -37,9 +37,9 @@ pytestmark = pytest.mark.accuracy
 
 TARGET_AGREEMENT, TARGET_FRONTIER = 0.97, 0.95  # the goal (not reached yet; see the docstring)
 # regression guards just under the measured held-out figures (not the targets above)
-MIN_HELD_OUT_AGREEMENT = 0.921  # measured 0.926 (frontier-dense points)
-MIN_HELD_OUT_UNIFORM_AGREEMENT = 0.961  # measured 0.966 (uniform slice)
-MIN_HELD_OUT_FRONTIER = 0.910  # measured 0.915
+MIN_HELD_OUT_AGREEMENT = 0.926  # measured 0.931 (frontier-dense points)
+MIN_HELD_OUT_UNIFORM_AGREEMENT = 0.964  # measured 0.969 (uniform slice)
+MIN_HELD_OUT_FRONTIER = 0.920  # measured 0.925
 LIVE_SLICE = 12  # validation points re-simulated live to detect a stale set
 
 

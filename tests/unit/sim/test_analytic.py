@@ -338,17 +338,43 @@ def test_sample_quantiles_are_stratified_within_every_size_stratum(coding: Scena
 
 @pytest.mark.parametrize("perf", ["analytic", "profile"])
 def test_baseline_mixed_means_by_distinct_sizes_equal_the_mean_over_requests(perf, profile_csv) -> None:
-    # the table is built from the distinct prompt sizes (memory independent of the request count);
-    # it must equal the mean over every request of the mixed-iteration time at each batch
+    # the tables are built from the distinct prompt sizes (memory independent of the request
+    # count); they must equal the mean over every request of its iteration's time at each batch
+    # and of the decodes that share it: min(N, cap − p), none beside a prompt of the cap or more
     wl = make_workload("conversation", rate_rps=50, duration_s=60, seed=4)
     source = str(profile_csv) if perf == "profile" else perf
     sc = Scenario(workload=wl, model=get_model("llama2-70b"), perf=source)
     model = sc.perf_model(get_design("baseline-h100").prompt)
     p = wl.prompt_tokens.astype(np.float64)
     grid = np.linspace(0.0, 1.0, 96) ** 2 * 300.0
-    direct = np.asarray(model.mixed_time_s(p[None, :] + grid[:, None], (grid * 900.0)[:, None])).mean(axis=1)
+    cap = 2048.0
+    joined = np.array([[min(n, max(0.0, cap - x)) for x in p] for n in grid])
+    direct = np.asarray(model.mixed_time_s(p[None, :] + joined, joined * 900.0)).mean(axis=1)
     assert len(np.unique(p)) < len(p) / 2  # the case exercises repeated sizes
-    np.testing.assert_allclose(analytic._mixed_means(model, p, grid, 900.0), direct, rtol=1e-12)
+    assert 0.05 < np.mean(p >= cap) < 0.5  # and prompts on both sides of the cap
+    mix, share = analytic._mixed_means(model, p, grid, 900.0, cap)
+    np.testing.assert_allclose(mix, direct, rtol=1e-12)
+    np.testing.assert_allclose(share, joined.mean(axis=1), rtol=1e-12)
+    assert share[-1] < grid[-1]  # a full batch never fits whole beside every prompt
+
+
+def test_baseline_decodes_left_out_of_a_prompt_iteration_slow_their_tokens() -> None:
+    """A decode that sits out a prompt's iteration (the batch-token cap leaves it no room) gains
+    no token there: with a cap below the coding prompts the baseline's decode batch grows and its
+    TBT rises against a cap that fits them all, at the same load."""
+    from dataclasses import replace as dc_replace
+
+    wl = make_workload("coding", rate_rps=40, duration_s=60, seed=2)
+    base = Scenario(workload=wl, model=get_model("llama2-70b"))
+    roomy_sim = dc_replace(base.sim, max_batch_tokens=1 << 20)
+    wide = Scenario(workload=wl, model=get_model("llama2-70b"), sim=roomy_sim)
+    design = get_design("baseline-h100")
+    n = np.array([12, 16, 24])
+    capped = evaluate_grid(design, n, np.zeros_like(n), base)
+    roomy = evaluate_grid(design, n, np.zeros_like(n), wide)
+    assert np.all(capped.decode_batch > roomy.decode_batch)
+    assert np.all(capped.slowdown["tbt_p50"] > roomy.slowdown["tbt_p50"])
+    assert np.all(capped.slowdown["tbt_p90"] > roomy.slowdown["tbt_p90"])
 
 
 def test_resident_ramp_follows_littles_law_through_fill_and_drain() -> None:

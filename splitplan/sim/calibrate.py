@@ -89,7 +89,7 @@ RATE_BAND_OCTAVES = 0.25  # training rates in even quarter-octave bands of log2(
 MAX_POOL = 80  # largest pool of a Splitwise case (prompt and token counts 1..MAX_POOL)
 MAX_BASELINE = 100
 TARGET_MACHINES = (6.0, 70.0)  # the analytic frontier's total machines, drawn log-uniformly
-MAX_REQUESTS = 6000  # DES cost bound: duration = clip(MAX_REQUESTS / rate, 20, 60) s
+MAX_REQUESTS = 6000  # DES cost bound: duration = clip(MAX_REQUESTS / rate, *DURATION_S)
 DURATION_S = (20.0, 60.0)
 UNIFORM_POINTS = 16  # per Splitwise case (baselines: half) drawn uniformly around the frontier
 NONE_MARGIN = 1  # "no feasible count up to t_hi" is the count t_hi + 1 (as in the golden tests)
@@ -282,6 +282,18 @@ def _des(design, scenario, p: int, t: int) -> tuple:
     return bool(r.meets_slo), bool(r.stable), [float(r.slowdown[k]) for k in SLO_KEYS]
 
 
+def _check_requests_fit(design, scenario) -> None:
+    from splitplan.design import ClusterConfig
+    from splitplan.sim.des.run import check_requests_fit
+
+    cfg = (
+        ClusterConfig.baseline(design, 1)
+        if design.is_baseline
+        else ClusterConfig(design=design, prompt_machines=1, token_machines=1)
+    )
+    check_requests_fit(cfg, scenario)
+
+
 def _probe(design, scenario, p: int):
     """The DES along one walked row: token counts at `p` prompt machines (a baseline's machines)."""
     if design.is_baseline:
@@ -378,9 +390,12 @@ def run_case(index: int, case: Case, parity: int, seed: int, models: tuple[str, 
             n = MAX_BASELINE if design.is_baseline else MAX_POOL
             P, T = _grid(design, n)
             meets = _analytic_meets(design, sc, P, T)
+            _check_requests_fit(design, sc)
             break
         except SplitplanError:
-            continue  # the model does not fit this design's machine (or cannot run on it)
+            # the model does not fit this design's machine, or some request of the case's
+            # workload (longer than the rate probe's) does not fit an instance beside it
+            continue
     else:
         return None
     points: dict[tuple[int, int], tuple] = {}
@@ -511,6 +526,8 @@ def save_set(s: DesSet, path: Path) -> None:
 
 
 def load_set(path: Path) -> DesSet:
+    if not path.is_file():
+        raise SplitplanError(f"{path}: no such DES set (the calibrate module's generate command writes it)")
     with np.load(path) as z:
         meta = json.loads(str(z["meta"]))
         arrays = {k: z[k] for k in z.files if k != "meta"}
@@ -1136,6 +1153,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     r.add_argument("--jobs", type=_jobs, default=2)
     args = ap.parse_args(argv)
+    try:
+        return _run(args)
+    except SplitplanError as e:  # a stored set that does not load, a case that cannot run, …
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
     out = sim_data_dir()
     if args.cmd == "generate":
         for which in ("training", "validation") if args.set == "both" else (args.set,):

@@ -180,25 +180,15 @@ def failure_checks(spec: SloSpec, n_counted: int, below_headroom: float | None) 
     )
 
 
-def simulate_des(
-    config: ClusterConfig, scenario: Scenario, *, stop_below_headroom: float | None = None
-) -> SimResult:
-    """Simulate one configuration on the scenario's workload, request by request.
-
-    `stop_below_headroom` (a headroom in (−1, 0]): stop as soon as some SLO is certain to end with
-    a headroom below it (`failure_checks`) — a search that only needs the verdict of a clear failure
-    saves the rest of the run. Such a result fails its SLOs, its `verdict.headroom` is that bound
-    (the true headroom is lower), its percentiles are NaN and `extra["stopped_failing"]` is 1.
-    None (the default): every run goes to the end.
-
-    Ctrl-C (or SIGTERM under `sigterm_raises_keyboard_interrupt`) during the simulation stops the
-    compiled loop within about a millisecond and raises a clean KeyboardInterrupt (`run_kernel`).
-    """
-    sim = scenario.sim
+def check_requests_fit(config: ClusterConfig, scenario: Scenario, caps=None, weights=None, kv_tok=None):
+    """Refuse a workload with a request whose KV cache, at its last output token, does not fit
+    one instance of a pool beside the weights (InputError naming it); returns per request its
+    prompt tokens, decode iterations and the KV bytes of both. No pool size changes this, so a
+    caller that runs many configurations of one design and workload can check it once up front."""
+    if caps is None:
+        caps, weights, kv_tok = memory_tables(scenario, config)
     design = config.design
     wl = scenario.workload
-    caps, weights, kv_tok = memory_tables(scenario, config)
-
     p = wl.prompt_tokens.astype(np.int64)
     otok = wl.output_tokens.astype(np.int64) - 1  # the prompt phase makes the first token
     kvp = np.asarray((p + 1) * kv_tok, dtype=np.float64)
@@ -220,6 +210,28 @@ def simulate_des(
                 f"instance of {machine.name} has left after the weights of {scenario.model.name}: use "
                 "a larger tensor parallelism, an fp8 KV cache or a GPU with more memory"
             )
+    return p, otok, kvp, kvt
+
+
+def simulate_des(
+    config: ClusterConfig, scenario: Scenario, *, stop_below_headroom: float | None = None
+) -> SimResult:
+    """Simulate one configuration on the scenario's workload, request by request.
+
+    `stop_below_headroom` (a headroom in (−1, 0]): stop as soon as some SLO is certain to end with
+    a headroom below it (`failure_checks`) — a search that only needs the verdict of a clear failure
+    saves the rest of the run. Such a result fails its SLOs, its `verdict.headroom` is that bound
+    (the true headroom is lower), its percentiles are NaN and `extra["stopped_failing"]` is 1.
+    None (the default): every run goes to the end.
+
+    Ctrl-C (or SIGTERM under `sigterm_raises_keyboard_interrupt`) during the simulation stops the
+    compiled loop within about a millisecond and raises a clean KeyboardInterrupt (`run_kernel`).
+    """
+    sim = scenario.sim
+    design = config.design
+    wl = scenario.workload
+    caps, weights, kv_tok = memory_tables(scenario, config)
+    p, otok, kvp, kvt = check_requests_fit(config, scenario, caps, weights, kv_tok)
     chunked = design.policy is BatchPolicy.CHUNKED
     n_tokens = int(max(p.max(), sim.max_batch_tokens, sim.chunk_tokens if chunked else 0))
     n_tokens += sim.max_batch_size + 1

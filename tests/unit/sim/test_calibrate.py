@@ -154,3 +154,37 @@ def test_counts_that_would_do_nothing_or_fail_in_a_worker_are_refused(argv, mess
     err = capsys.readouterr().err
     assert message in err
     assert "Traceback" not in err
+
+
+def test_a_missing_or_altered_set_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(cal, "sim_data_dir", lambda: tmp_path)
+    assert cal.main(["score"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "no such DES set" in err
+    assert cal.TRAINING_FILE in err
+    s = _slice(cal.load_set(cal.data_dir() / "sim" / cal.VALIDATION_FILE), [3])
+    cal.save_set(s, tmp_path / cal.TRAINING_FILE)
+    with np.load(tmp_path / cal.TRAINING_FILE) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["meets"] = ~arrays["meets"]  # a verdict changed after the fingerprint was taken
+    np.savez_compressed(tmp_path / cal.TRAINING_FILE, **arrays)
+    assert cal.main(["score"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "do not match the stored fingerprint" in err
+    assert "Traceback" not in err
+
+
+def test_a_case_whose_longer_workload_outgrows_an_instance_is_drawn_again(monkeypatch) -> None:
+    # training case 59 (BLOOM-176B on MI300X TP2 instances) run for 80–240 s holds a request whose
+    # KV cache fits no instance (the rate probe's shorter workload does not): the case is drawn
+    # again with another model instead of stopping the whole generation in a worker
+    monkeypatch.setattr(cal, "MAX_REQUESTS", 24_000)
+    monkeypatch.setattr(cal, "DURATION_S", (80.0, 240.0))
+    case = cal.draw_cases(cal.TRAINING_SEED, cal.TRAINING_CASES, held_out=False)[59]
+    assert (case.model, case.prompt_node, case.prompt_tp) == ("bloom-176b", "mi300x-8x", 2)
+    got = cal.run_case(59, case, 0, cal.TRAINING_SEED, cal.TRAINING_MODELS)
+    assert got is not None
+    assert got["case"]["model"] != "bloom-176b"
+    assert cal.run_case(59, case, 0, cal.TRAINING_SEED, ()) is None  # nothing else to draw

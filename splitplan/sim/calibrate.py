@@ -270,28 +270,27 @@ def _fit_rate(case: Case, parity: int, rng: np.random.Generator) -> Case | None:
     return replace(case, rate_rps=round(rate, 3), duration_s=float(np.clip(MAX_REQUESTS / rate, *DURATION_S)))
 
 
-def _des(design, scenario, p: int, t: int) -> tuple:
+def _config(design, p: int, t: int):
+    """The configuration at `p` prompt and `t` token machines (a baseline's: `p` machines)."""
     from splitplan.design import ClusterConfig
-    from splitplan.sim.des import simulate_des
 
     if design.is_baseline:
-        cfg = ClusterConfig.baseline(design, int(p))
-    else:
-        cfg = ClusterConfig(design=design, prompt_machines=int(p), token_machines=int(t))
-    r = simulate_des(cfg, scenario)
+        return ClusterConfig.baseline(design, int(p))
+    return ClusterConfig(design=design, prompt_machines=int(p), token_machines=int(t))
+
+
+def _des(design, scenario, p: int, t: int) -> tuple:
+    from splitplan.sim.des import simulate_des
+
+    r = simulate_des(_config(design, p, t), scenario)
     return bool(r.meets_slo), bool(r.stable), [float(r.slowdown[k]) for k in SLO_KEYS]
 
 
 def _check_requests_fit(design, scenario) -> None:
-    from splitplan.design import ClusterConfig
+    """The DES's refusal of a request too large for an instance (no pool size changes it)."""
     from splitplan.sim.des.run import check_requests_fit
 
-    cfg = (
-        ClusterConfig.baseline(design, 1)
-        if design.is_baseline
-        else ClusterConfig(design=design, prompt_machines=1, token_machines=1)
-    )
-    check_requests_fit(cfg, scenario)
+    check_requests_fit(_config(design, 1, 1), scenario)
 
 
 def _probe(design, scenario, p: int):

@@ -10,7 +10,7 @@ and score the evaluator on the whole validation set.
 
 The targets of the issue that asked for this set are all-nine verdict agreement ≥ 97 % of the
 points and the frontier within one machine on ≥ 95 % of the rows. The shipped calibration does
-not reach them (held out: 93.1 % of the frontier-dense points, 96.9 % of the uniform slice, 92.5 %
+not reach them (held out: 93.9 % of the frontier-dense points, 97.3 % of the uniform slice, 94.1 %
 of the rows; docs/background.md says where it misses), so the tests hold the measured figures as
 floors, a little below them. The floors are regression guards, not targets: a refit or a change of
 the queue model that loses held-out accuracy fails here, and the floors are raised as the model
@@ -37,9 +37,9 @@ pytestmark = pytest.mark.accuracy
 
 TARGET_AGREEMENT, TARGET_FRONTIER = 0.97, 0.95  # the goal (not reached yet; see the docstring)
 # regression guards just under the measured held-out figures (not the targets above)
-MIN_HELD_OUT_AGREEMENT = 0.926  # measured 0.931 (frontier-dense points)
-MIN_HELD_OUT_UNIFORM_AGREEMENT = 0.964  # measured 0.969 (uniform slice)
-MIN_HELD_OUT_FRONTIER = 0.920  # measured 0.925
+MIN_HELD_OUT_AGREEMENT = 0.934  # measured 0.939 (frontier-dense points)
+MIN_HELD_OUT_UNIFORM_AGREEMENT = 0.968  # measured 0.973 (uniform slice)
+MIN_HELD_OUT_FRONTIER = 0.936  # measured 0.941
 LIVE_SLICE = 12  # validation points re-simulated live to detect a stale set
 
 
@@ -139,3 +139,33 @@ def test_the_score_detects_a_bad_calibration(validation, held_out_score) -> None
     off = replace(CALIBRATION, mixed_prompt_capacity=0.05, join_fraction=4.0, baseline_jsq_spread=0.0)
     worse = cal.score(validation, off, probe=True)
     assert worse.agreement < held_out_score.agreement - 0.01
+
+
+def test_a_token_pool_near_saturation_fills_on_its_own_clock() -> None:
+    """A validation case whose token pool runs near saturation (iteration time nearly
+    proportional to the batch): over its 60 s trace the DES's batch is still growing at the end,
+    and the evaluator's TBT P50 follows it. With the batch filling on the steady iteration time
+    (`_ResidentRamp` in the token pool) it was 1.13× the DES's here (1.50 against 1.32)."""
+    from splitplan.sim.analytic import evaluate_grid
+    from splitplan.sim.des import simulate_des
+
+    case = cal.Case(
+        design="custom",
+        prompt_node="dgx-a100",
+        token_node="dgx-h100",
+        prompt_tp=8,
+        token_tp=8,
+        prompt_precision="fp16",
+        token_precision="fp8",
+        token_power_cap=1.0,
+        model="qwen2.5-72b",
+        workload="trace:data/azure-llm-2023/AzureLLMInferenceTrace_conv.csv",
+        rate_rps=26.924,
+        duration_s=60.0,
+        seed=697973175,
+    )
+    design, sc = case.build()
+    got = evaluate_grid(design, [7], [3], sc)
+    des = simulate_des(cal._config(design, 7, 3), sc)
+    assert got.utilization_token[0] > 0.7
+    assert got.slowdown["tbt_p50"][0] == pytest.approx(des.slowdown["tbt_p50"], rel=0.05)

@@ -407,6 +407,57 @@ def test_resident_ramp_follows_littles_law_through_fill_and_drain() -> None:
         assert got == pytest.approx(direct, abs=2e-3)
 
 
+def _fill_case(steps: int | None = None):
+    """A token machine near saturation (iteration time nearly proportional to the batch) over a
+    60 s trace, the decode lengths of a long-output workload; `steps` replaces the march's."""
+    rng = np.random.default_rng(11)
+    dec_all = np.sort(np.floor(rng.exponential(200.0, 3000)))
+    grid = np.linspace(0.0, 1.0, 40) ** 2 * 400.0
+    tau = 0.027 + 0.00034 * np.maximum(grid, 1.0)
+    t_s = np.linspace(0.0, 60.0, 301)
+    dec = np.floor(rng.exponential(200.0, len(t_s)))
+    if steps is None:
+        return analytic._filling_decode(grid, tau, dec_all, t_s, dec, 60.0), grid, tau, t_s, dec
+    saved = analytic._FILL_STEPS
+    analytic._FILL_STEPS = steps
+    try:
+        return analytic._filling_decode(grid, tau, dec_all, t_s, dec, 60.0), grid, tau, t_s, dec
+    finally:
+        analytic._FILL_STEPS = saved
+
+
+def test_filling_decode_on_a_constant_clock_is_the_steady_decode() -> None:
+    # an iteration time that does not depend on the batch: the fill changes nothing
+    rng = np.random.default_rng(2)
+    dec_all = np.sort(np.floor(rng.exponential(50.0, 500)))
+    grid = np.linspace(0.0, 64.0, 9)
+    t_s = np.linspace(0.0, 30.0, 50)
+    dec = np.floor(rng.exponential(50.0, 50))
+    got = analytic._filling_decode(grid, np.full(len(grid), 0.02), dec_all, t_s, dec, 30.0)
+    np.testing.assert_allclose(got, np.broadcast_to(0.02 * dec, got.shape), rtol=1e-9, atol=1e-12)
+
+
+def test_filling_decode_fills_slower_than_the_steady_clock_near_saturation() -> None:
+    got, grid, tau, t_s, dec = _fill_case()
+    steady = tau[:, None] * dec[None, :]
+    assert np.all(got <= steady * (1.0 + 1e-9))  # the batch never exceeds its steady size
+    near = int(np.searchsorted(grid, 120.0))  # a steady batch of ~120: τ(N)·E[dec]·λ ≈ 0.7
+    early, late = t_s < 6.0, (t_s > 40.0) & (t_s < 45.0)
+    ratio = got[near] / np.maximum(steady[near], 1e-12)
+    assert np.median(ratio[early]) < 0.75  # the first tenth decodes in a nearly empty batch
+    assert 0.85 < np.median(ratio[late]) < 0.995  # still filling two-thirds into the trace
+    # the steady-clock ramp (the evaluator before) had nearly filled by then
+    ramp = analytic._ResidentRamp.of(np.floor(np.random.default_rng(11).exponential(200.0, 3000)))
+    share = ramp.at(np.array([42.0 / tau[near]]), np.array([60.0 / tau[near]]))[0]
+    assert share > np.median(ratio[late]) + 0.04
+
+
+def test_filling_decode_has_converged_in_its_time_steps() -> None:
+    coarse = _fill_case()[0]
+    fine = _fill_case(steps=2048)[0]
+    np.testing.assert_allclose(coarse, fine, rtol=0.02, atol=1e-3)
+
+
 def _conversation_scenario(rate_rps: float, duration_s: float, seed: int, scenario_seed: int) -> Scenario:
     wl = make_workload("conversation", rate_rps=rate_rps, duration_s=duration_s, seed=seed)
     return Scenario(workload=wl, model=get_model("llama2-70b"), seed=scenario_seed)

@@ -1261,14 +1261,14 @@ def _filling_decode(
     the DES's at token utilization 0.7–0.85 and 1.14× at 0.85–0.95. A request's decode time is
     the time from its arrival's clock k(s) to k(s) + dec.
     """
-    n_dec = max(len(dec_all), 1)
-    mean_dec = float(dec_all.mean()) if len(dec_all) else 0.0
+    mean_dec = float(dec_all.mean())
     tau_steady = np.maximum(tau_grid, 1e-12)
     lam = grid / (tau_steady * mean_dec) if mean_dec > 0.0 else np.zeros(len(grid))  # per node
     # the march: most steps over the trace, where decodes arrive and the batch fills, the rest
     # over the drain (as long as the longest decode at the steady clock; the batch never exceeds
     # its steady size, so the clock is never slower), per node
-    drain = (float(dec_all[-1]) if len(dec_all) else 0.0) * tau_steady + 1e-9
+    top = int(dec_all[-1])  # the longest decode
+    drain = top * tau_steady + 1e-9
     fill_steps = _FILL_STEPS - _DRAIN_STEPS
     t_grid = np.concatenate(
         [
@@ -1278,15 +1278,13 @@ def _filling_decode(
         axis=1,
     )
     h = np.diff(t_grid, axis=1)
-    steps = _FILL_STEPS
     # S on whole iterations (a decode count is a whole number of iterations: S(x) = S(⌊x⌋)),
     # read by index rather than searched
-    top = int(dec_all[-1]) if len(dec_all) else 0
-    survival = 1.0 - np.searchsorted(dec_all, np.arange(top + 2), side="right") / n_dec
-    k = np.zeros((len(grid), steps + 1))
+    survival = 1.0 - np.searchsorted(dec_all, np.arange(top + 2), side="right") / len(dec_all)
+    k = np.zeros(t_grid.shape)
     nb = np.zeros(len(grid))
     mass = lam[:, None] * np.clip(duration_s - t_grid[:, :-1], 0.0, h)  # arrivals per step
-    for i in range(1, steps + 1):
+    for i in range(1, _FILL_STEPS + 1):
         k[:, i] = k[:, i - 1] + h[:, i - 1] / np.interp(nb, grid, tau_steady)
         age = k[:, i : i + 1] - 0.5 * (k[:, :i] + k[:, 1 : i + 1])  # since each earlier step's arrivals
         alive = survival[np.minimum(age, top + 1.0).astype(np.int64)]

@@ -416,14 +416,10 @@ def _fill_case(steps: int | None = None):
     tau = 0.027 + 0.00034 * np.maximum(grid, 1.0)
     t_s = np.linspace(0.0, 60.0, 301)
     dec = np.floor(rng.exponential(200.0, len(t_s)))
-    if steps is None:
+    with pytest.MonkeyPatch.context() as mp:
+        if steps is not None:
+            mp.setattr(analytic, "_FILL_STEPS", steps)
         return analytic._filling_decode(grid, tau, dec_all, t_s, dec, 60.0), grid, tau, t_s, dec
-    saved = analytic._FILL_STEPS
-    analytic._FILL_STEPS = steps
-    try:
-        return analytic._filling_decode(grid, tau, dec_all, t_s, dec, 60.0), grid, tau, t_s, dec
-    finally:
-        analytic._FILL_STEPS = saved
 
 
 def test_filling_decode_on_a_constant_clock_is_the_steady_decode() -> None:

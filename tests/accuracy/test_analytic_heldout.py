@@ -10,7 +10,7 @@ and score the evaluator on the whole validation set.
 
 The targets of the issue that asked for this set are all-nine verdict agreement ≥ 97 % of the
 points and the frontier within one machine on ≥ 95 % of the rows. The shipped calibration does
-not reach them (held out: 93.9 % of the frontier-dense points, 97.3 % of the uniform slice, 94.1 %
+not reach them (held out: 94.6 % of the frontier-dense points, 97.9 % of the uniform slice, 94.6 %
 of the rows; docs/background.md says where it misses), so the tests hold the measured figures as
 floors, a little below them. The floors are regression guards, not targets: a refit or a change of
 the queue model that loses held-out accuracy fails here, and the floors are raised as the model
@@ -37,9 +37,9 @@ pytestmark = pytest.mark.accuracy
 
 TARGET_AGREEMENT, TARGET_FRONTIER = 0.97, 0.95  # the goal (not reached yet; see the docstring)
 # regression guards just under the measured held-out figures (not the targets above)
-MIN_HELD_OUT_AGREEMENT = 0.934  # measured 0.939 (frontier-dense points)
-MIN_HELD_OUT_UNIFORM_AGREEMENT = 0.968  # measured 0.973 (uniform slice)
-MIN_HELD_OUT_FRONTIER = 0.936  # measured 0.941
+MIN_HELD_OUT_AGREEMENT = 0.941  # measured 0.946 (frontier-dense points)
+MIN_HELD_OUT_UNIFORM_AGREEMENT = 0.974  # measured 0.979 (uniform slice)
+MIN_HELD_OUT_FRONTIER = 0.941  # measured 0.946
 LIVE_SLICE = 12  # validation points re-simulated live to detect a stale set
 
 
@@ -141,31 +141,80 @@ def test_the_score_detects_a_bad_calibration(validation, held_out_score) -> None
     assert worse.agreement < held_out_score.agreement - 0.01
 
 
+def _held_out_case(design: str, model: str, trace: str, rate_rps: float, seed: int, **pools) -> cal.Case:
+    """A validation case (whole-node fp16 pools unless `pools` says otherwise, 60 s of a trace)."""
+    whole_node_fp16 = {
+        "prompt_node": "",
+        "token_node": "",
+        "prompt_tp": 8,
+        "token_tp": 8,
+        "prompt_precision": "fp16",
+        "token_precision": "fp16",
+        "token_power_cap": 1.0,
+    }
+    workload = f"trace:data/azure-llm-2023/AzureLLMInferenceTrace_{trace}.csv"
+    return cal.Case(
+        design=design,
+        model=model,
+        workload=workload,
+        rate_rps=rate_rps,
+        duration_s=60.0,
+        seed=seed,
+        **(whole_node_fp16 | pools),
+    )
+
+
+def _evaluator_and_des(case: cal.Case, prompt: int, token: int):
+    from splitplan.sim.analytic import evaluate_grid
+    from splitplan.sim.des import simulate_des
+
+    design, sc = case.build()
+    return evaluate_grid(design, [prompt], [token], sc), simulate_des(cal._config(design, prompt, token), sc)
+
+
 def test_a_token_pool_near_saturation_fills_on_its_own_clock() -> None:
     """A validation case whose token pool runs near saturation (iteration time nearly
     proportional to the batch): over its 60 s trace the DES's batch is still growing at the end,
     and the evaluator's TBT P50 follows it. With the batch filling on the steady iteration time
     (`_ResidentRamp` in the token pool) it was 1.13× the DES's here (1.50 against 1.32)."""
-    from splitplan.sim.analytic import evaluate_grid
-    from splitplan.sim.des import simulate_des
-
-    case = cal.Case(
-        design="custom",
+    case = _held_out_case(
+        "custom",
+        "qwen2.5-72b",
+        "conv",
+        26.924,
+        697973175,
         prompt_node="dgx-a100",
         token_node="dgx-h100",
-        prompt_tp=8,
-        token_tp=8,
-        prompt_precision="fp16",
         token_precision="fp8",
-        token_power_cap=1.0,
-        model="qwen2.5-72b",
-        workload="trace:data/azure-llm-2023/AzureLLMInferenceTrace_conv.csv",
-        rate_rps=26.924,
-        duration_s=60.0,
-        seed=697973175,
     )
-    design, sc = case.build()
-    got = evaluate_grid(design, [7], [3], sc)
-    des = simulate_des(cal._config(design, 7, 3), sc)
+    got, des = _evaluator_and_des(case, 7, 3)
     assert got.utilization_token[0] > 0.7
+    assert got.slowdown["tbt_p50"][0] == pytest.approx(des.slowdown["tbt_p50"], rel=0.05)
+
+
+def test_an_admitted_prompt_waits_its_queued_tokens_packed() -> None:
+    """A validation case with one prompt machine past saturation (llama2-13b, whose prompt
+    iteration is mostly its fixed cost). An admitted prompt's queued tokens run packed, the last of
+    them in its own iteration, so its wait stays far below its pending tokens at the pool's mean
+    per-token time: with that bound (`wait_cap`) the evaluator's TTFT P99 was 1.41× the DES's
+    here (5.58 against 3.96)."""
+    got, des = _evaluator_and_des(
+        _held_out_case("splitwise-hhcap", "llama2-13b", "code", 22.332, 193344826), 1, 9
+    )
+    assert got.utilization_prompt[0] > 1.0
+    assert got.slowdown["ttft_p99"][0] == pytest.approx(des.slowdown["ttft_p99"], rel=0.1)
+
+
+def test_a_single_token_machine_keeps_decoding_while_borrowed() -> None:
+    """A validation case with one token machine at 0.4 decode utilization and a prompt pool
+    that overflows now and then. The DES sends new decodes to the borrowed machine (no token
+    machine is left to take them), so the drain of its batch keeps no machine away: counted
+    away, the evaluator's token pool came out unstable here (utilization 1.35) where the DES
+    meets every SLO."""
+    got, des = _evaluator_and_des(
+        _held_out_case("splitwise-hh", "llama3.1-8b", "code", 40.562, 783693373), 3, 1
+    )
+    assert des.stable
+    assert des.verdict.meets
+    assert got.utilization_token[0] < 0.6
     assert got.slowdown["tbt_p50"][0] == pytest.approx(des.slowdown["tbt_p50"], rel=0.05)

@@ -489,6 +489,33 @@ def test_split_token_pool_short_trace_meets_a_filling_batch() -> None:
     assert got[30.0] == pytest.approx(des.slowdown["tbt_p50"], rel=0.1)
 
 
+def test_admitted_waits_count_the_queued_tokens_packed(coding: Scenario) -> None:
+    """An admitted prompt's wait bound: the running prompt's rest plus what its queued tokens add
+    to its TTFT when the machine packs them FCFS up to the batch-token cap (one iteration up to
+    the cap, full iterations beyond it). Every admitted wait stays under it, and it is below the
+    pending tokens at the pool's mean per-token time wherever an iteration has a fixed cost."""
+    hh = get_design("splitwise-hh")
+    analytic._SCENARIOS.entries.clear()
+    evaluate_grid(hh, [3], [3], coding)
+    ((_, _, contexts),) = analytic._SCENARIOS.entries
+    (ctx,) = contexts.values()
+    cap = float(coding.sim.max_batch_tokens)
+    perf = coding.perf_model(hh.prompt)
+    inside = np.array([1.0, cap / 3, cap])
+    prompts = np.maximum(np.round(inside / ctx.s.p_all.mean()), 1.0)
+    np.testing.assert_allclose(ctx._packed_time_s(inside), perf.prompt_time_s(inside, prompts), rtol=1e-3)
+    beyond = np.array([2 * cap, 5.5 * cap])
+    np.testing.assert_allclose(ctx._packed_time_s(beyond), ctx._packed_time_s(np.array([cap])) * beyond / cap)
+    assert np.all(ctx.admitted_wait_cap > 0.0)
+    assert np.all(ctx.admitted_wait_cap < ctx.wait_cap + 0.5 * ctx.es * (1.0 + ctx.scv))
+    # at saturation every admitted request's wait reaches its bound, never beyond
+    _, _, _, _, wait, over = ctx._prompt_pool(np.array([3]), np.array([3 / ctx.es]))
+    admitted = ~over[0]
+    assert admitted.any()
+    assert np.all(wait[0][admitted] <= ctx.admitted_wait_cap[admitted] + 1e-12)
+    assert np.any(wait[0][admitted] >= ctx.admitted_wait_cap[admitted] - 1e-12)
+
+
 def test_a_scenario_evaluated_again_reuses_its_sample_and_contexts_with_the_same_results() -> None:
     """`evaluate_grid` keeps the sample and each design's context of the last two scenarios
     (`_ScenarioCache`): a second call reuses them and returns what a fresh evaluation does; a third

@@ -792,8 +792,8 @@ class _SplitContext:
         first = np.minimum(per, 1.0) * es[rows]
         rest = np.interp(np.maximum(per - 1.0, 0.0), self.queue_levels, self.queue_packed)
         wait = np.zeros(n_seen.shape)
-        # (a prompt is admitted only where its wait fits under the pending-token cap: the spread
-        # never takes it past that)
+        # (a prompt is admitted only where its machine's pending tokens fit under the cap: the
+        # spread never takes its wait past what those tokens cost it, `admitted_wait_cap`)
         wait[rows, cols] = np.minimum(
             ((es / P)[rows] * 0.5 * (1.0 + self.scv) + first + rest) * (x * x * x),
             self.admitted_wait_cap[cols],

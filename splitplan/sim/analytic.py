@@ -23,7 +23,8 @@ percentiles come from per-request latencies just as in the discrete-event simula
   into the mixed pool, which are taken out of the token pool and run them as mixed iterations
   after a partial wait (calibrated). A borrowed machine returns only once the batch it held has
   drained, so even rare overflows keep machines away: r·L/(1 + r·L) of them for overflows at
-  rate r and a drain of L (the longest of the batch's decodes). How much load overflows — what
+  rate r and a drain of L (the longest of the batch's decodes), never the last one (with no token
+  machine left, new decodes go to the mixed machines). How much load overflows — what
   sets the borrowed machines — comes from an M/G/c queue capped at a utilization set by how many
   prompts fit under the cap, plus the prompts whose wait would exceed their cap; each borrowed
   machine absorbs a calibrated share of its time.
@@ -614,6 +615,9 @@ class _SplitContext:
         es = float(service_all.mean())
         self.es = es
         self.scv = float(service_all.var() / es**2) if es > 0 else 0.0
+        # the running prompt an arrival meets is size-biased: on average (1 + scv)/2 of a mean
+        # service is left of it
+        self.residual_left = 0.5 * (1.0 + self.scv)
         # a prompt machine that finds prompts queued runs them together (FCFS up to the batch-token
         # cap), and one iteration of many tokens costs less than their solo iterations (fixed
         # per-iteration cost): the pool's capacity grows with the share of starts that batch
@@ -713,7 +717,7 @@ class _SplitContext:
             )
         )
         running_tokens = float(np.sum(service_all * sample.p_all) / np.sum(service_all))
-        running_left_s = 0.5 * es * (1.0 + self.scv)
+        running_left_s = es * self.residual_left
         own = self._packed_time_s(p)
         self.admitted_wait_cap = running_left_s + np.maximum(
             self._packed_time_s(np.maximum(full - running_tokens, p)) - own, 0.0
@@ -795,7 +799,7 @@ class _SplitContext:
         # (a prompt is admitted only where its machine's pending tokens fit under the cap: the
         # spread never takes its wait past what those tokens cost it, `admitted_wait_cap`)
         wait[rows, cols] = np.minimum(
-            ((es / P)[rows] * 0.5 * (1.0 + self.scv) + first + rest) * (x * x * x),
+            ((es / P)[rows] * self.residual_left + first + rest) * (x * x * x),
             self.admitted_wait_cap[cols],
         )
         return es, offered, excess, overflow, wait, over_i
@@ -827,6 +831,11 @@ class _SplitContext:
         # batch, which needs the machines left: one pass without, two with.
         rate_o = lam * overflow
         drain_bound = np.maximum(T - 1.0, 0.0)
+
+        def drained(rate: FloatArray, drain_s: FloatArray, bound: FloatArray) -> FloatArray:
+            held = rate * drain_s
+            return np.minimum(held / (1.0 + held), bound)
+
         demand_all = lam * self.mean_dec
         zeros = np.zeros(len(P))
         served_by = borrowed.copy()
@@ -841,15 +850,13 @@ class _SplitContext:
         # (only where the drain keeps more machines away than the overflow volume does: elsewhere
         # the passes would return the same batch)
         longest = self._longest_decode(nbat) * tau
-        drained = np.minimum(rate_o * longest / (1.0 + rate_o * longest), drain_bound)
-        redo = np.flatnonzero(drained > served_by)
+        redo = np.flatnonzero(drained(rate_o, longest, drain_bound) > served_by)
         if len(redo):
             nb, ta = nbat[redo], tau[redo]
             for _ in range(2):
                 longest = self._longest_decode(nb) * ta
-                ro = rate_o[redo]
-                drained = np.minimum(ro * longest / (1.0 + ro * longest), drain_bound[redo])
-                borrowed[redo] = np.maximum(served_by[redo], drained)
+                away = drained(rate_o[redo], longest, drain_bound[redo])
+                borrowed[redo] = np.maximum(served_by[redo], away)
                 nb, ta, _, _, _ = _solve_mixed(
                     zeros[redo],
                     demand_all[redo] / np.maximum(T[redo] - borrowed[redo], 1e-9),

@@ -518,6 +518,16 @@ def test_admitted_waits_count_the_queued_tokens_packed(coding: Scenario) -> None
     assert np.any(wait[0][admitted] >= ctx.admitted_wait_cap[admitted] - 1e-12)
 
 
+def test_a_decode_meets_prompts_only_until_the_trace_ends() -> None:
+    """The part of a decode phase during which prompts still arrive (the baselines' stalls):
+    all of a phase that ends before the trace's last arrival, what is left of the trace for
+    one that outlasts it, nothing for a request arriving at the end."""
+    t_s = np.array([0.0, 20.0, 55.0, 60.0])
+    phase_s = np.array([[10.0, 10.0, 10.0, 10.0], [100.0, 30.0, 2.0, 5.0]])
+    got = analytic._arrivals_open_s(phase_s, t_s, 60.0)
+    np.testing.assert_array_equal(got, [[10.0, 10.0, 5.0, 0.0], [60.0, 30.0, 2.0, 0.0]])
+
+
 def test_a_scenario_evaluated_again_reuses_its_sample_and_contexts_with_the_same_results() -> None:
     """`evaluate_grid` keeps the sample and each design's context of the last two scenarios
     (`_ScenarioCache`): a second call reuses them and returns what a fresh evaluation does; a third

@@ -23,11 +23,11 @@ percentiles come from per-request latencies just as in the discrete-event simula
   into the mixed pool, which are taken out of the token pool and run them as mixed iterations
   after a partial wait (calibrated). A borrowed machine returns only once the batch it held has
   drained, so even rare overflows keep machines away: r·L/(1 + r·L) of them for overflows at
-  rate r and a drain of L (the longest of the batch's decodes), never the last one (with no token
-  machine left, new decodes go to the mixed machines). How much load overflows — what
-  sets the borrowed machines — comes from an M/G/c queue capped at a utilization set by how many
-  prompts fit under the cap, plus the prompts whose wait would exceed their cap; each borrowed
-  machine absorbs a calibrated share of its time.
+  rate r and a drain of L (what is left of the longest of the batch's decodes), never the last
+  one (with no token machine left, new decodes go to the mixed machines). How much load
+  overflows — what sets the borrowed machines — comes from an M/G/c queue capped at a
+  utilization set by how many prompts fit under the cap, plus the prompts whose wait would exceed
+  their cap; each borrowed machine absorbs a calibrated share of its time.
 - Token pool: on the token machines that remain, the steady-state decode batch per machine N
   solves Little's law N = (λ/T_eff)·E[o − 1]·τ(N) with τ the decode iteration time at batch N (a
   vectorized bisection); memory (KV of prompt + output tokens per resident request) and the batch
@@ -670,8 +670,9 @@ class _SplitContext:
             table = np.stack([decode[:-1], np.diff(decode, axis=0)])
             _RAMP_TABLES.put(key, table)
         self.ramp_decode, self.ramp_step = table[0], table[1]
-        self.dec_sorted = np.sort(self.dec)
-        self.dec_index = np.arange(len(self.dec_sorted), dtype=np.float64)
+        # G(x) = E[min(dec, x)] of the workload's decodes: G / E[dec] is the distribution of a
+        # resident decode's remaining iterations (`_longest_decode`)
+        self.resident = _ResidentRamp.of(dec_all)
         # the admission chain (`_chain_position`): the share of the workload's prompt work that
         # fits behind a least-loaded machine holding j queued prompts (j ≥ 1; by work: the chain
         # counts prompts in units of the mean prompt, and the prompts that fit high up are the
@@ -741,9 +742,20 @@ class _SplitContext:
         return step
 
     def _longest_decode(self, nbat: FloatArray) -> FloatArray:
-        """Decode iterations of the longest of N + 1 decodes (the sample's N/(N + 1) quantile)."""
-        at = nbat / (nbat + 1.0) * (len(self.dec_sorted) - 1)
-        return np.interp(at, self.dec_index, self.dec_sorted)
+        """Decode iterations a batch of N needs to drain: the N/(N + 1) quantile of a resident
+        decode's remaining iterations.
+
+        A batch met at a random time holds decodes length-biased and at uniform ages, so what is
+        left of each follows the equilibrium distribution F_e(x) = E[min(dec, x)] / E[dec], whose
+        tail is heavier than the decode lengths' own. With the lengths' quantile instead, rare
+        overflows kept too few machines away: frontier rows within one machine 90.1 / 95.1 %
+        in-sample / held out, against 90.6 / 95.6 % (before the refit). And in the DES a
+        borrowing lasts about this long: over 146 held-out points with overflow, the median
+        borrowing is 0.96× this drain, and 3.3× the lengths' quantile."""
+        r = self.resident
+        if r.mean <= 0.0:
+            return np.zeros(np.shape(nbat))
+        return np.interp(nbat / (nbat + 1.0), r.g / r.mean, r.knots)
 
     def _prompt_pool(self, pm: IntArray, lam: FloatArray):
         """The prompt pool at each (prompt machines, rate): (mean service, offered erlangs, the
@@ -823,9 +835,9 @@ class _SplitContext:
         # borrowed machines: each absorbs `mixed_prompt_capacity` erlangs of prompt work
         borrowed = excess / (cal.mixed_prompt_capacity * self.mixed_speed)
         # Even rare overflows cost token machines: a borrowed machine returns only once the batch
-        # it held has drained (its longest decode, the sample's decode-length quantile at
-        # N/(N + 1), times τ), so overflows arriving at rate r keep r·L/(1 + r·L) machines away
-        # (Little's law on the borrowings, at most one per overflow). Never the last one: with no
+        # it held has drained (what is left of its longest decode, `_longest_decode`, times τ),
+        # so overflows arriving at rate r keep r·L/(1 + r·L) machines away (Little's law on the
+        # borrowings, at most one per overflow). Never the last one: with no
         # token machine left the DES sends new decodes to the mixed machines, so a pool of one keeps
         # decoding on its borrowed machine (counted away, one token machine at 0.3–0.4 decode
         # utilization came out unstable where the DES met every SLO). L needs the token pool's

@@ -9,10 +9,11 @@ models the training set never sees (splitplan.sim.calibrate; regenerate with
 and score the evaluator on the whole validation set.
 
 The targets of the issue that asked for this set are all-nine verdict agreement ≥ 97 % of the
-points and the frontier within one machine on ≥ 95 % of the rows. The shipped calibration does
-not reach them (held out: 94.6 % of the frontier-dense points, 97.9 % of the uniform slice, 94.6 %
-of the rows; docs/background.md says where it misses), so the tests hold the measured figures as
-floors, a little below them. The floors are regression guards, not targets: a refit or a change of
+points and, on each case, the frontier within one machine on ≥ 95 % of its rows. The shipped
+calibration does not reach them (held out: 94.9 % of the frontier-dense points, 98.0 % of the
+uniform slice; 95.6 % of all rows within one, but only 84.8 % of the cases have 95 % of theirs;
+docs/background.md says where it misses), so the tests hold the measured figures as floors, a
+little below them. The floors are regression guards, not targets: a refit or a change of
 the queue model that loses held-out accuracy fails here, and the floors are raised as the model
 improves.
 """
@@ -37,9 +38,9 @@ pytestmark = pytest.mark.accuracy
 
 TARGET_AGREEMENT, TARGET_FRONTIER = 0.97, 0.95  # the goal (not reached yet; see the docstring)
 # regression guards just under the measured held-out figures (not the targets above)
-MIN_HELD_OUT_AGREEMENT = 0.941  # measured 0.946 (frontier-dense points)
-MIN_HELD_OUT_UNIFORM_AGREEMENT = 0.974  # measured 0.979 (uniform slice)
-MIN_HELD_OUT_FRONTIER = 0.941  # measured 0.946
+MIN_HELD_OUT_AGREEMENT = 0.944  # measured 0.949 (frontier-dense points)
+MIN_HELD_OUT_UNIFORM_AGREEMENT = 0.975  # measured 0.980 (uniform slice)
+MIN_HELD_OUT_FRONTIER = 0.951  # measured 0.956
 LIVE_SLICE = 12  # validation points re-simulated live to detect a stale set
 
 
@@ -141,8 +142,11 @@ def test_the_score_detects_a_bad_calibration(validation, held_out_score) -> None
     assert worse.agreement < held_out_score.agreement - 0.01
 
 
-def _held_out_case(design: str, model: str, trace: str, rate_rps: float, seed: int, **pools) -> cal.Case:
-    """A validation case (whole-node fp16 pools unless `pools` says otherwise, 60 s of a trace)."""
+def _held_out_case(
+    design: str, model: str, trace: str, rate_rps: float, seed: int, duration_s: float = 60.0, **pools
+) -> cal.Case:
+    """A validation case: whole-node fp16 pools unless `pools` says otherwise, on the Azure "code"
+    or "conv" trace or a trace path under ../shared."""
     whole_node_fp16 = {
         "prompt_node": "",
         "token_node": "",
@@ -152,13 +156,18 @@ def _held_out_case(design: str, model: str, trace: str, rate_rps: float, seed: i
         "token_precision": "fp16",
         "token_power_cap": 1.0,
     }
-    workload = f"trace:data/azure-llm-2023/AzureLLMInferenceTrace_{trace}.csv"
+    azure = {"code", "conv"}
+    workload = (
+        f"trace:data/azure-llm-2023/AzureLLMInferenceTrace_{trace}.csv"
+        if trace in azure
+        else f"trace:{trace}"
+    )
     return cal.Case(
         design=design,
         model=model,
         workload=workload,
         rate_rps=rate_rps,
-        duration_s=60.0,
+        duration_s=duration_s,
         seed=seed,
         **(whole_node_fp16 | pools),
     )
@@ -225,20 +234,40 @@ def test_a_baseline_decode_meets_no_prompts_after_the_trace_ends() -> None:
     machines, conversation trace, 36 s at 167 req/s: a decode phase lasts about 20 s). Prompts
     stall a mixed-batching decode only while they still arrive; counted through the decode's end,
     the evaluator's TBT P50 was 1.29× the DES's here (1.10 against 0.85 of its limit)."""
-    case = cal.Case(
-        design="custom-baseline",
+    case = _held_out_case(
+        "custom-baseline",
+        "llama3.1-405b",
+        "conv",
+        166.596,
+        2006540039,
+        duration_s=36.015189438042455,
         prompt_node="hgx-b200",
         token_node="hgx-b200",
-        prompt_tp=8,
-        token_tp=8,
-        prompt_precision="fp16",
-        token_precision="fp16",
-        token_power_cap=1.0,
-        model="llama3.1-405b",
-        workload="trace:data/azure-llm-2023/AzureLLMInferenceTrace_conv.csv",
-        rate_rps=166.596,
-        duration_s=36.015189438042455,
-        seed=2006540039,
     )
     got, des = _evaluator_and_des(case, 43, 0)
     assert got.slowdown["tbt_p50"][0] == pytest.approx(des.slowdown["tbt_p50"], rel=0.12)
+
+
+def test_a_rare_overflow_keeps_token_machines_away_for_a_residual_drain() -> None:
+    """A validation case (Qwen2.5-72B, B200 prompt and A100 token machines, the reference coding
+    trace) where 0.2 % of the requests overflow at 7 prompt machines. A borrowed token machine
+    stays away until what is left of its batch's longest decode has run, a heavy-tailed rest: at
+    5 token machines every one of five DES realizations fails TBT P50. With the drain as the
+    decode lengths' own N/(N + 1) quantile the evaluator kept too few machines away and passed
+    the point; 7 token machines pass in both."""
+    case = _held_out_case(
+        "custom",
+        "qwen2.5-72b",
+        "reference/splitwise-sim/traces/rr_code_70_2min.csv",
+        81.303,
+        1489893200,
+        prompt_node="hgx-b200",
+        token_node="dgx-a100",
+        prompt_precision="fp8",
+    )
+    short, des_short = _evaluator_and_des(case, 7, 5)
+    enough, des_enough = _evaluator_and_des(case, 7, 7)
+    assert not des_short.verdict.meets
+    assert des_enough.verdict.meets
+    assert not short.meets_slo[0]
+    assert enough.meets_slo[0]

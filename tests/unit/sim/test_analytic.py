@@ -518,6 +518,26 @@ def test_admitted_waits_count_the_queued_tokens_packed(coding: Scenario) -> None
     assert np.any(wait[0][admitted] >= ctx.admitted_wait_cap[admitted] - 1e-12)
 
 
+def test_a_borrowed_batch_drains_for_what_is_left_of_its_longest_decode(coding: Scenario) -> None:
+    """The drain that keeps a borrowed token machine away: the N/(N + 1) quantile of what is left
+    of a resident decode. A batch met at a random time holds decodes length-biased, each at a
+    uniform age; sampling exactly that reproduces the quantile, and on the coding preset's heavy
+    tail it lies well above the decode lengths' own quantile."""
+    hh = get_design("splitwise-hh")
+    analytic._SCENARIOS.entries.clear()
+    evaluate_grid(hh, [3], [3], coding)
+    ((_, _, contexts),) = analytic._SCENARIOS.entries
+    (ctx,) = contexts.values()
+    dec = np.maximum(ctx.s.o_all - 1.0, 0.0)
+    rng = np.random.default_rng(7)
+    resident = rng.choice(dec, size=400_000, p=dec / dec.sum())
+    left = resident - np.floor(rng.random(len(resident)) * resident)  # iterations still to run
+    batches = np.array([3.0, 20.0, 100.0])
+    want = np.quantile(left, batches / (batches + 1.0))
+    np.testing.assert_allclose(ctx._longest_decode(batches), want, rtol=0.05)
+    assert np.all(ctx._longest_decode(batches) > 1.5 * np.quantile(dec, batches / (batches + 1.0)))
+
+
 def test_a_decode_meets_prompts_only_until_the_trace_ends() -> None:
     """The part of a decode phase during which prompts still arrive (the baselines' stalls):
     all of a phase that ends before the trace's last arrival, what is left of the trace for

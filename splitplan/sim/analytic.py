@@ -837,11 +837,11 @@ class _SplitContext:
         # Even rare overflows cost token machines: a borrowed machine returns only once the batch
         # it held has drained (what is left of its longest decode, `_longest_decode`, times τ),
         # so overflows arriving at rate r keep r·L/(1 + r·L) machines away (Little's law on the
-        # borrowings, at most one per overflow). Never the last one: with no
-        # token machine left the DES sends new decodes to the mixed machines, so a pool of one keeps
-        # decoding on its borrowed machine (counted away, one token machine at 0.3–0.4 decode
-        # utilization came out unstable where the DES met every SLO). L needs the token pool's
-        # batch, which needs the machines left: one pass without, two with.
+        # borrowings, at most one per overflow). Never the last one: with no token machine left
+        # the DES sends new decodes to the mixed machines, so a pool of one keeps decoding on its
+        # borrowed machine (counted away, one token machine at 0.3–0.4 decode utilization came
+        # out unstable where the DES met every SLO). L needs the token pool's batch, which needs
+        # the machines left: one pass without, two with.
         rate_o = lam * overflow
         drain_bound = np.maximum(T - 1.0, 0.0)
 

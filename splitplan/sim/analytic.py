@@ -671,8 +671,13 @@ class _SplitContext:
             _RAMP_TABLES.put(key, table)
         self.ramp_decode, self.ramp_step = table[0], table[1]
         # G(x) = E[min(dec, x)] of the workload's decodes: G / E[dec] is the distribution of a
-        # resident decode's remaining iterations (`_longest_decode`)
-        self.resident = _ResidentRamp.of(dec_all)
+        # resident decode's remaining iterations (`_longest_decode`), normalized once here
+        # (without decodes: none left, whatever the batch)
+        resident = _ResidentRamp.of(dec_all)
+        if resident.mean > 0.0:
+            self.left_cdf, self.left_knots = resident.g / resident.mean, resident.knots
+        else:
+            self.left_cdf, self.left_knots = np.array([0.0, 1.0]), np.zeros(2)
         # the admission chain (`_chain_position`): the share of the workload's prompt work that
         # fits behind a least-loaded machine holding j queued prompts (j ≥ 1; by work: the chain
         # counts prompts in units of the mean prompt, and the prompts that fit high up are the
@@ -752,10 +757,7 @@ class _SplitContext:
         in-sample / held out, against 90.6 / 95.6 % (before the refit). And in the DES a
         borrowing lasts about this long: over 146 held-out points with overflow, the median
         borrowing is 0.96× this drain, and 3.3× the lengths' quantile."""
-        r = self.resident
-        if r.mean <= 0.0:
-            return np.zeros(np.shape(nbat))
-        return np.interp(nbat / (nbat + 1.0), r.g / r.mean, r.knots)
+        return np.interp(nbat / (nbat + 1.0), self.left_cdf, self.left_knots)
 
     def _prompt_pool(self, pm: IntArray, lam: FloatArray):
         """The prompt pool at each (prompt machines, rate): (mean service, offered erlangs, the

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from splitplan.perf.check import check_measurements
@@ -82,7 +83,8 @@ def test_shipped_stack_is_reproducible_by_its_command(iterations_csv, profile_cs
     """Refitting with the options of the stack file's own command gives its parameters."""
     import shlex
 
-    from splitplan.perf.stackfit import fit_stack
+    from splitplan.perf.physical import StackParams
+    from splitplan.perf.stackfit import _gpu_of, _prepare, fit_stack, predict_all
     from splitplan.perf.stacks import load_stack
 
     shipped = load_stack(stack)
@@ -104,16 +106,23 @@ def test_shipped_stack_is_reproducible_by_its_command(iterations_csv, profile_cs
     assert read_measurements(str(table)).sha256 == shipped.provenance["sha256"]
     fresh = fit_stack(str(table), stack, opts)
 
-    # within 0.1 %; a once-per-iteration overhead within 10 µs: one the fit drives to about zero
-    # barely moves the objective against iterations of tens of ms, so where near zero it lands
-    # depends on the platform's floating point (1.4 against 3.3 µs for BLOOM-176B on A100)
-    def same(got: dict, want: dict) -> bool:
-        if sorted(got) != sorted(want):
-            return False
-        near = {k: 1e-5 if k == "iteration_overhead_s" else 0.0 for k in want}
-        return all(got[k] == pytest.approx(want[k], rel=1e-3, abs=near[k]) for k in want)
+    # The refit must give the shipped model: the same iteration time, within 0.1 %, on every row
+    # it was fitted to. Not the same parameters to 0.1 %: a parameter the rows barely determine
+    # lands where the platform's floating point takes the optimizer (the TP8-only splitwise-sim
+    # stack's all-reduce latency scale: 4.386 against 4.410 with the same predictions; a
+    # once-per-iteration overhead the fit drives to about zero: 1.4 against 3.3 µs).
+    rows = read_measurements(str(table))
+    fitted = rows.subset(opts.select(rows))
 
-    assert same(fresh.params.to_dict(), shipped.params.to_dict())
+    def same(got: StackParams, want: StackParams, on) -> bool:
+        assert sorted(got.to_dict()) == sorted(want.to_dict())
+        prep = _prepare(on)
+        pairs = zip(predict_all(got, prep), predict_all(want, prep), strict=True)
+        return all(np.allclose(a, b, rtol=1e-3, atol=0.0) for a, b in pairs)
+
+    assert same(fresh.params, shipped.params, fitted)
     assert sorted(fresh.refine) == sorted(shipped.refine)
-    for key, p in shipped.refine.items():
-        assert same(fresh.refine[key].to_dict(), p.to_dict()), (key, fresh.refine[key], p)
+    gpus = np.array([_gpu_of(h) for h in fitted.hardware])
+    for (gpu, model), p in shipped.refine.items():
+        own = fitted.subset((gpus == gpu) & (fitted.model == model))
+        assert same(fresh.refine[gpu, model], p, own), (gpu, model, fresh.refine[gpu, model], p)

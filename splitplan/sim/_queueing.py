@@ -78,26 +78,6 @@ def erlang_c(servers: npt.ArrayLike, offered: npt.ArrayLike) -> FloatArray:
     return np.where(rho >= 1.0, 1.0, np.clip(pw, 0.0, 1.0))
 
 
-def overflow_peakedness(servers: npt.ArrayLike, offered: npt.ArrayLike) -> FloatArray:
-    """Peakedness Z = variance / mean of the traffic that overflows c servers offered a erlangs of
-    Poisson traffic (Riordan's formula, the basis of Wilkinson's equivalent random method):
-    Z = 1 − M + a / (c + 1 − a + M), with M = a·B(c, a) the overflow's mean.
-
-    Why it matters: overflow is not Poisson. It leaves a small pool smoothly (one machine is full
-    much of the time: Z near 1) but a large one in bursts (all c are full only at the peaks of the
-    load: Z grows like √c at a ≈ c), and a burst is what makes overflowed work queue where it is
-    sent. Z ≥ 1 (held there against rounding); 1 without load and in the limit a ≫ c (almost
-    everything overflows: Poisson again).
-    """
-    c = np.asarray(servers, dtype=np.float64)
-    a = np.asarray(offered, dtype=np.float64)
-    b = erlang_b(np.asarray(servers, dtype=np.int64), a)
-    m = a * b
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = 1.0 - m + a / (c + 1.0 - a + m)
-    return np.maximum(z, 1.0)
-
-
 def mgc_wait(
     arrival_rate: npt.ArrayLike,
     mean_service_s: npt.ArrayLike,

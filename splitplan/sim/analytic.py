@@ -4,31 +4,23 @@ Instead of simulating events, it solves the cluster's queueing structure per con
 and applies it to a fixed sample of requests drawn from the workload, so the nine slowdown
 percentiles come from per-request latencies just as in the discrete-event simulator (DES):
 
-- Prompt pool: join-the-shortest-queue by pending tokens (exact prompt sizes) waits like one FCFS
-  queue of c = prompt machines, and a machine with a queue is "full" once pending + p exceeds the
-  pending-token cap. Who waits how long comes from a birth–death chain on the prompts the pool
-  holds (`_chain_position`): departures at min(n, c) per mean service, arrivals at λ times the
-  share of prompt work that still fits behind the least-loaded machine's queue, so big prompts are
-  turned away first and an overloaded pool stays just below saturation. Each sampled request's
-  stratified uniform picks the state it meets (PASTA): no wait below c, else n − c + 1 departures;
-  past the last state its size fits at, it overflows; behind the least-loaded machine's first
-  queued prompt the others run packed (FCFS up to the batch-token cap), each one a prompt that fit
-  the level it was admitted at. The chain is solved in closed-form pieces (a truncated Poisson
-  below c, straight pieces of the admission products up to 2c, one geometric run per queue level
-  above), so a point costs the same whatever the pool size. TTFT = wait + prompt time. A machine that
-  finds prompts queued runs them in one iteration (FCFS up to the batch-token cap), which costs
-  less than their solo iterations: the mean service falls from solo towards the packed mean in
-  proportion to the Erlang-C probability of waiting (a fixed point in the load).
-- Overflow (the cluster scheduler's mixed pool): overflowed prompts go to token machines borrowed
-  into the mixed pool, which are taken out of the token pool and run them as mixed iterations
-  after a partial wait (calibrated). A borrowed machine returns only once the batch it held has
-  drained, so even rare overflows keep machines away: r·L/(1 + r·L) of them for overflows at
-  rate r and a drain of L (what is left of the longest of the batch's decodes), never the last
-  one (with no token machine left, new decodes go to the mixed machines). How much load
-  overflows — what sets the borrowed machines — comes from an M/G/c queue capped at a
-  utilization set by how many prompts fit under the cap, plus the prompts whose wait would exceed
-  their cap; each borrowed machine absorbs a calibrated share of its time.
-- Token pool: on the token machines that remain, the steady-state decode batch per machine N
+- Prompt pool (split designs): replayed request by request (`_prompt_replay`) under the DES's
+  rules — a prompt goes to the machine with the fewest pending tokens, a machine runs its queue
+  FCFS packed up to the batch-token cap, and a machine with a queue whose pending tokens would pass
+  the pending-token cap is "full", so the prompt overflows to the mixed pool. The workload's own
+  arrivals (compressed for another rate) and sizes, once per (prompt machines, rate): O(requests
+  · log machines), ~1 ms for 8,500 requests. Nothing couples the pool to the token side where a
+  design meets its SLOs, so the admitted requests' TTFTs are the DES's own, and the TTFT
+  percentiles come from every request of the workload (up to _TTFT_SET of them), not the sample.
+- Mixed pool: the overflowed prompts are replayed too (`_prompt_replay.replay_mixed_pools`): each
+  goes to the least-pending borrowed token machine unless it is full, else borrows another token
+  machine, which takes no new decode and returns to the token pool once its prompts are done and
+  its batch has drained (what is left of its longest decode, `_longest_decode`). The replay gives
+  the overflowed prompts' TTFTs, how many token machines are away on average, and whether every
+  token machine is borrowed at some point: from then on, new decodes go to the mixed machines,
+  which never fall idle again, and each decode is stalled by the overflowed prompts that land on
+  its machine (`_all_mixed`).
+- Token pool: on the token machines not away, the steady-state decode batch per machine N
   solves Little's law N = (λ/T_eff)·E[o − 1]·τ(N) with τ the decode iteration time at batch N (a
   vectorized bisection); memory (KV of prompt + output tokens per resident request) and the batch
   cap bound N. Decode time of a request = KV transfer + a join delay + the time of its o − 1
@@ -45,8 +37,8 @@ percentiles come from per-request latencies just as in the discrete-event simula
 - Overload (utilization ≥ 1) is not an error: the point is marked unstable and its latencies use
   the fluid backlog of a finite trace (wait grows as (ρ − 1)·t), so every number stays finite.
 
-Everything is vectorized over (points × sampled requests) in bounded chunks; the same sample and
-the same stratified quantiles are used for every point (common random numbers), so the landscape
+Everything else is vectorized over (points × sampled requests) in bounded chunks; the same sample
+and the same stratified quantiles are used for every point (common random numbers), so the landscape
 is smooth and a point's verdict does not flicker with its neighbours. Load moments (mean prompt
 time, mean decode length, resident context) come from the whole workload, not the sample.
 
@@ -58,14 +50,14 @@ and tests/accuracy/test_analytic_vs_des.py on the stored 39×39 DES grids.
 
 from __future__ import annotations
 
-import heapq
+import itertools
 import math
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TypeAlias
+from typing import Generic, Protocol, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -74,11 +66,11 @@ from splitplan._paths import data_dir
 from splitplan.design import BatchPolicy, ClusterConfig, Design
 from splitplan.errors import InputError
 from splitplan.perf import kv_capacity_bytes
+from splitplan.sim._prompt_replay import prompt_time_table, replay_mixed_pools, replay_prompt_pool
 from splitplan.sim._queueing import (
     bisect_increasing,
     erlang_c,
     mgc_wait,
-    overflow_peakedness,
     row_percentiles,
 )
 from splitplan.sim.kv_transfer import kv_transfer_s
@@ -95,9 +87,13 @@ CHUNK_ELEMENTS = 1 << 17  # points × requests per chunk: bounds memory at a few
 _SAMPLE_SALT = 0x5A11A  # separates the evaluator's sample stream from the DES's streams
 _BASELINE_GRID = 96  # decode-batch grid on which baseline mixed-iteration means are tabulated
 _PACK_PROMPTS = 20_000  # prompts (in arrival order) packed to estimate the batching gain
-_MAX_QUEUE_LEVELS = 64  # queued prompts per machine the admission chain tracks at most (a bound)
-_QUEUE_FIRST_LATTICE = 48  # quantile levels per size in `_QueueFirst`
-_PACK_GRID = 65  # batch sizes (tokens, up to the batch-token cap) a packed prompt iteration is tabulated at
+_MIXED_SPARE = 64  # token machines a mixed pool's shared replay starts with (`_mixed_pool`)
+_MIXED_STEP = 1.25  # the mixed pool is replayed at drains on this geometric grid (`_mixed_pool`)
+_BUSY_MAX = 0.95  # the share of a mixed machine's time its prompts take, at most (`_all_mixed`)
+_TTFT_OVERFLOWED = (
+    256  # of a replay's overflowed requests, at most this many merged per point (`_ReplayedPool`)
+)
+_TTFT_SET = 20_000  # requests whose replayed TTFTs give a split design's TTFT percentiles, at most
 _RAMP_FAR = 1e12  # iterations: beyond any trace plus decode, where H = ∫G is still linear
 
 
@@ -110,29 +106,19 @@ class Calibration:
     training set of DES runs drawn at random over designs, models, instances, workloads and rates
     (data/sim/des_training.npz; the file records its fingerprint, the objective and the date) and
     scores them on a disjoint validation set (other rates, other models). The defaults below are
-    the values fitted earlier on the 39×39 grids alone (overflow_wait_growth: the training-set fit
-    that gave it its present form); they apply only to a `Calibration()` built in code.
-    The prompt pool's waits carry no correction: the admission chain follows the DES's "full"
-    rule, which replaced three corrections of the M/G/c waits (prompt_wait_scale,
-    saturated_wait_growth, saturated_wait_cap), and the token machines rare overflows keep away
-    follow from how long a borrowed machine's batch takes to drain (which replaced rare_borrow).
-    The capped M/G/c still sets how much load
-    overflows to borrowed machines (the first three fields below).
-    - prompt_full_slack: the prompt pool serves up to utilization 1 − slack / K, with K =
-      prompt_full_tokens / E[p] the prompts a queue holds before the machine is "full" (coding:
-      K ≈ 4 → 0.82; conversation: K ≈ 7 → 0.90). Pure M/G/c would run the pool to ρ → 1.
-    - full_utilization_floor, full_utilization_ceiling: bounds of that utilization (a queue of one
-      prompt still serves half its capacity; a long queue never quite reaches saturation).
-    - mixed_prompt_capacity: fraction of its time a borrowed token machine gives to overflow
-      prompts (it keeps its decodes, and a mixed iteration costs 1.1× or more).
-    - overflow_wait_growth: an overflowed prompt waits the fraction growth × overflow × (Z − 1)
-      of its pending-token cap (at most all of it), where overflow is the overflowing share of the
-      prompt load and Z the overflow's peakedness (`_queueing.overflow_peakedness`): the mixed
-      pool borrows another token machine whenever every borrowed one is full, so a smooth
-      (Poisson, Z = 1) overflow is taken at once and only its bursts queue. A small prompt pool
-      overflows smoothly, a large one in bursts: with the overflowing share alone (and a
-      constant fraction beside it) the evaluator's TTFT P90 was 1.3× the DES's at one prompt
-      machine and 0.9× at five to nine.
+    the values fitted earlier on the 39×39 grids alone; they apply only to a `Calibration()` built
+    in code.
+
+    A split design's prompt pool and mixed pool carry no correction: the prompt pool is replayed
+    request by request under the DES's rules, and the overflowed prompts on the mixed pool
+    (`_SplitContext._prompt_pool`, `_SplitContext._mixed_pool`). The replays replaced five
+    corrections of queue formulas: the saturated pool's slack and the bounds of its serving
+    utilization, which set how much load overflowed (prompt_full_slack, full_utilization_floor,
+    full_utilization_ceiling), the share of a borrowed machine's time its overflow prompts took
+    (mixed_prompt_capacity) and the overflowed prompts' wait (overflow_wait_growth); before them
+    the admission chain had replaced three more, of the M/G/c waits (prompt_wait_scale,
+    saturated_wait_growth, saturated_wait_cap), and the drain of a borrowed machine's batch a
+    fitted rare-borrow cost (rare_borrow).
     - join_fraction: a decode joins the running batch at the next iteration boundary.
     - baseline_jsq_spread, baseline_jsq_sqrt (baselines): JSQ on pending tokens sends a prompt to
       a machine holding about `spread` fewer decodes than the average N, so a decode is interrupted
@@ -148,11 +134,6 @@ class Calibration:
       steady state, `_ResidentRamp`), which carries no constant.
     """
 
-    prompt_full_slack: float = 0.72
-    full_utilization_floor: float = 0.5
-    full_utilization_ceiling: float = 0.98
-    mixed_prompt_capacity: float = 0.5
-    overflow_wait_growth: float = 3.4
     join_fraction: float = 0.5
     baseline_jsq_spread: float = 0.7
     baseline_jsq_sqrt: float = 0.4
@@ -162,10 +143,6 @@ class Calibration:
             v = getattr(self, f.name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
                 raise InputError(f"calibration: {f.name} must be a finite number ≥ 0, got {v!r}")
-        if not 0.0 < self.full_utilization_floor <= self.full_utilization_ceiling < 1.0:
-            raise InputError("calibration: need 0 < full_utilization_floor ≤ full_utilization_ceiling < 1")
-        if self.mixed_prompt_capacity <= 0.0:
-            raise InputError("calibration: mixed_prompt_capacity must be > 0")
 
 
 CALIBRATION_PATH = ("sim", "analytic_calibration.toml")  # under the shipped data folder
@@ -298,7 +275,14 @@ class _Sample:
     base_rate_rps: float
     p_all: FloatArray  # every request of the workload: the load moments come from these
     o_all: FloatArray
+    t_all: FloatArray  # every request's arrival offset (the prompt pool's replay)
+    at: IntArray  # the sampled requests' positions in the workload
+    ttft_set: IntArray  # the requests whose TTFTs give a split design's TTFT percentiles
+    ref_ttft_set: FloatArray
+    serial: int  # tells samples apart in the replay cache (`_REPLAYS`)
 
+
+_SAMPLE_SERIALS = itertools.count()
 
 # irrational steps of the per-request lattices (golden ratio, √2 and √3 fractional parts)
 _LATTICE = (0.6180339887498949, 0.4142135623730951, 0.7320508075688772)
@@ -348,6 +332,16 @@ def _draw_sample(scenario: Scenario, n: int | None) -> _Sample:
     r_ttft, r_tbt, r_e2e = reference_latencies(ref, p, o)
     duration = max(float(wl.arrival_s[-1] - wl.arrival_s[0]), 1e-9)
     rate = wl.interarrival_rate_rps
+    # A split design's prompt pool is replayed request by request (`_SplitContext._replayed`), so
+    # its TTFT percentiles come from every request of the workload (a systematic sample of
+    # _TTFT_SET of them, by size, for larger ones), not from the `size` sampled ones: near a TTFT
+    # limit the sample's P90/P99 missed the DES's by a few percent and flipped whole rows.
+    if wl.n <= _TTFT_SET:
+        ttft_set = np.arange(wl.n)
+    else:
+        order = np.lexsort((wl.output_tokens, wl.prompt_tokens))
+        ttft_set = np.sort(order[((np.arange(_TTFT_SET) + 0.5) * (wl.n / _TTFT_SET)).astype(np.int64)])
+    ref_ttft_set = reference_latencies(ref, wl.prompt_tokens[ttft_set], wl.output_tokens[ttft_set])[0]
     sample = _Sample(
         p,
         o,
@@ -364,6 +358,11 @@ def _draw_sample(scenario: Scenario, n: int | None) -> _Sample:
         rate,
         wl.prompt_tokens.astype(np.float64),
         wl.output_tokens.astype(np.float64),
+        np.asarray(wl.arrival_s - wl.arrival_s[0], dtype=np.float64),
+        idx.astype(np.int64),
+        ttft_set.astype(np.int64),
+        np.asarray(ref_ttft_set, dtype=np.float64),
+        next(_SAMPLE_SERIALS),
     )
     for f in fields(sample):  # kept across calls (`_ScenarioCache`): nothing may write to it
         value = getattr(sample, f.name)
@@ -446,23 +445,19 @@ def evaluate_grid(
     ).evaluate
     for s in range(0, npts, chunk):
         e = min(npts, s + chunk)
-        ttft, tbt, e2e, st, rho_p, rho_t, nbat, same_ttft = run(pm[s:e], tm[s:e], lam[s:e])
+        ttft, tbt, e2e, st, rho_p, rho_t, nbat, ttft_q = run(pm[s:e], tm[s:e], lam[s:e])
         stable[s:e], up[s:e], ut[s:e], nb[s:e] = st, rho_p, rho_t, nbat
         for name, lat, ref in (
             ("ttft", ttft, sample.ref_ttft),
             ("tbt", tbt, sample.ref_tbt),
             ("e2e", e2e, sample.ref_e2e),
         ):
-            back = None
-            if name == "ttft" and same_ttft is not None:
-                # rows with the same TTFTs (a split design's quiet prompt pools): each once
-                _, first, back = np.unique(same_ttft, return_index=True, return_inverse=True)
-                lat, back = lat[first], back.reshape(-1)
-            # the latencies are this chunk's own (nothing reads them after): partitioned in place
-            q_sd = row_percentiles(lat / ref, PERCENTILES, overwrite=True)
-            q_lat = row_percentiles(lat, PERCENTILES, overwrite=True)
-            if back is not None:
-                q_sd, q_lat = q_sd[:, back], q_lat[:, back]
+            if name == "ttft" and ttft_q is not None:
+                q_sd, q_lat = ttft_q  # a split design's, over the TTFT set (`_SplitContext`)
+            else:
+                # the latencies are this chunk's own (nothing reads them after): partitioned in place
+                q_sd = row_percentiles(lat / ref, PERCENTILES, overwrite=True)
+                q_lat = row_percentiles(lat, PERCENTILES, overwrite=True)
             for j, pct in enumerate(PERCENTILES):
                 out_lat[f"{name}_p{pct}"][s:e] = q_lat[j]
                 out_sd[f"{name}_p{pct}"][s:e] = q_sd[j]
@@ -607,25 +602,16 @@ class _SplitContext:
         self.cal = cal
         self.prompt_perf = scenario.perf_model(design.prompt)
         self.token_perf = scenario.perf_model(design.token)
-        p = sample.p
-        # Prompt service: one prompt iteration of p tokens (prompts above the batch-token cap
-        # still run alone in one iteration).
-        self.service = np.asarray(self.prompt_perf.prompt_time_s(p))
-        # load moments from the whole workload (the sample is only for the percentiles)
-        service_all = np.asarray(self.prompt_perf.prompt_time_s(sample.p_all))
-        es = float(service_all.mean())
-        self.es = es
-        self.scv = float(service_all.var() / es**2) if es > 0 else 0.0
-        # the running prompt an arrival meets is size-biased: on average (1 + scv)/2 of a mean
-        # service is left of it
-        self.residual_left = 0.5 * (1.0 + self.scv)
+        # The mean prompt service (one iteration of p tokens; a prompt above the batch-token cap
+        # still runs alone in one), over the whole workload: the prompt pool's reported load
+        self.es = float(np.mean(self.prompt_perf.prompt_time_s(sample.p_all)))
         # a prompt machine that finds prompts queued runs them together (FCFS up to the batch-token
         # cap), and one iteration of many tokens costs less than their solo iterations (fixed
         # per-iteration cost): the pool's capacity grows with the share of starts that batch
         self.batch_ratio = _prompt_batch_ratio(
             self.prompt_perf, sample.p_all, float(scenario.sim.max_batch_tokens)
         )
-        self.xfer = kv_transfer_s(scenario, design, p)
+        self.xfer = kv_transfer_s(scenario, design, sample.p)
         self.dec, self.mean_dec, self.ctx_per_req, self.nmax = _decode_constants(
             scenario, sample, cap_token, scenario.kv_bytes_per_token_on(design.token)
         )
@@ -633,24 +619,7 @@ class _SplitContext:
         self.grid = np.linspace(0.0, 1.0, _BASELINE_GRID) ** 2 * self.nmax
         self.no_mix = np.zeros_like(self.grid)
         # an overflowed prompt runs as a mixed iteration on a borrowed token machine
-        self.mix_solo = np.asarray(self.token_perf.mixed_time_s(p, 0.0))
-        # a borrowed token machine serves a prompt more slowly than a prompt machine (mixed
-        # iteration, maybe a slower GPU): prompt-pool erlangs it absorbs per unit of its time
-        self.mixed_speed = es / float(np.mean(self.token_perf.mixed_time_s(sample.p_all, 0.0)))
-        mean_p = max(float(sample.p_all.mean()), 1.0)
-        per_token_s = es / mean_p
-        # the pool turns "full" once queues reach about prompt_full_tokens / E[p] prompts: the
-        # longer the queue a machine may hold, the closer to saturation the pool runs before
-        # overflowing (M/G/c/K-like)
-        queue_prompts = max(scenario.sim.prompt_full_tokens / mean_p, 1.0)
-        self.full_utilization = float(
-            np.clip(
-                1.0 - cal.prompt_full_slack / queue_prompts,
-                cal.full_utilization_floor,
-                cal.full_utilization_ceiling,
-            )
-        )
-        self.wait_cap = np.maximum(scenario.sim.prompt_full_tokens - p, 0.0) * per_token_s
+        self.mix_solo_all = np.asarray(self.token_perf.mixed_time_s(sample.p_all, 0.0))
         self.tau_grid = _tau(self.token_perf, self.grid, self.ctx_per_req)
         self.decode_capacity = self.nmax / float(self.tau_grid[-1])  # decode tokens/s per machine
         # The token pool's batch fills from empty and drains over the finite trace, each iteration
@@ -678,64 +647,17 @@ class _SplitContext:
             self.left_cdf, self.left_knots = resident.g / resident.mean, resident.knots
         else:
             self.left_cdf, self.left_knots = np.array([0.0, 1.0]), np.zeros(2)
-        # the admission chain (`_chain_position`): the share of the workload's prompt work that
-        # fits behind a least-loaded machine holding j queued prompts (j ≥ 1; by work: the chain
-        # counts prompts in units of the mean prompt, and the prompts that fit high up are the
-        # small ones), and the highest level each sampled request fits at (below 1: only where the
-        # least-loaded machine has no queue)
-        full = float(scenario.sim.prompt_full_tokens)
-        levels = np.arange(_MAX_QUEUE_LEVELS + 1, dtype=np.float64)
-        room = full - (1.0 + levels) * mean_p
-        order_all = np.argsort(sample.p_all, kind="stable")
-        sizes = sample.p_all[order_all]
-        work_all = np.cumsum(service_all[order_all])
-        at = np.searchsorted(sizes, room, side="right")
-        self.fits = np.where(at > 0, work_all[np.maximum(at - 1, 0)], 0.0) / max(float(work_all[-1]), 1e-300)
-        self.fits[0] = 1.0  # no queue: always admitted
-        self.fits[1:] = np.minimum(self.fits[1:], 1.0)
-        # The work a machine's queue holds: its i-th prompt (i ≥ 2) was admitted at level i − 1,
-        # so it is one of the prompts that fit there, and it runs packed with its neighbours (FCFS
-        # up to the batch-token cap, at the per-token cost of a full batch of several prompts)
-        # unless it exceeds the cap and runs alone. queue_packed[k] is the mean work of the k
-        # queued prompts behind the first (seconds); the first is one mean service.
-        cap_tokens = float(scenario.sim.max_batch_tokens)
-        per_token = float(self.prompt_perf.prompt_time_s(cap_tokens, 2)) / cap_tokens
-        packed = np.where(sizes < cap_tokens, per_token * sizes, service_all[order_all])
-        cum_packed = np.cumsum(packed)
-        count_all = np.arange(1, len(sizes) + 1, dtype=np.float64)
-        last_fit = np.maximum(at - 1, 0)
-        level_mean = np.where(at > 0, cum_packed[last_fit] / count_all[last_fit], 0.0)
-        self.queue_packed = np.concatenate([[0.0], np.cumsum(level_mean[1:])])
-        self.queue_levels = np.arange(len(self.queue_packed), dtype=np.float64)
-        self.fit_level = np.clip(np.floor((full - p) / mean_p - 1.0), 0.0, _MAX_QUEUE_LEVELS)
-        self.queue_first = _QueueFirst(sample.p_all, service_all, float(self.fits[1]))
-        # An admitted prompt found its machine's pending tokens at most prompt_full_tokens − p,
-        # the running prompt's included. In time that is the running prompt's rest (a size-biased
-        # prompt, on average half of it left) and the queued tokens, which the machine runs FCFS
-        # packed up to the batch-token cap, the last of them in the arrival's own iteration: they
-        # cost its TTFT T(queued + p) − T(p) (`_packed_time_s`), not their solo times. With a large
-        # fixed cost per iteration (small models) that is far below the pending tokens at the
-        # pool's mean per-token time (`wait_cap`, the bound before: at one saturated prompt machine
-        # running Llama-2-13B the TTFT P99 came out 5.58 where the DES's is 3.96; now 4.02).
-        self.pack_tokens = np.linspace(0.0, cap_tokens, _PACK_GRID)
-        self.pack_time_s = np.asarray(
-            self.prompt_perf.prompt_time_s(
-                self.pack_tokens, np.maximum(np.round(self.pack_tokens / mean_p), 1.0)
-            )
+        # The prompt pool is replayed request by request (`_replayed`): the DES's iteration tables
+        # (one prompt alone, or several packed), long enough for the largest prompt.
+        n_tokens = int(max(float(sample.p_all.max()), float(scenario.sim.max_batch_tokens))) + 1
+        tokens = np.arange(n_tokens + 1, dtype=np.float64)
+        self.replay_tables = (
+            prompt_time_table(self.prompt_perf, tokens, 1),
+            prompt_time_table(self.prompt_perf, tokens, 2),
         )
-        running_tokens = float(np.sum(service_all * sample.p_all) / np.sum(service_all))
-        running_left_s = es * self.residual_left
-        own = self._packed_time_s(p)
-        self.admitted_wait_cap = running_left_s + np.maximum(
-            self._packed_time_s(np.maximum(full - running_tokens, p)) - own, 0.0
-        )
-
-    def _packed_time_s(self, tokens: FloatArray) -> FloatArray:
-        """Time to run `tokens` prompt tokens FCFS in iterations of at most the batch-token cap:
-        one iteration up to the cap, beyond it full iterations' time per token."""
-        cap = self.pack_tokens[-1]
-        inside = np.interp(tokens, self.pack_tokens, self.pack_time_s)
-        return np.where(tokens <= cap, inside, self.pack_time_s[-1] * tokens / cap)
+        self.replay_key = (sample.serial, design.prompt, scenario.sim.prompt_full_tokens)
+        self.prompt_tokens_all = sample.p_all.astype(np.int64)
+        self.sim = scenario.sim
 
     def _decode_phase(self, nbat: FloatArray) -> FloatArray:
         """Per point (steady batch N) and sampled request: the time of its o − 1 decode iterations
@@ -759,142 +681,195 @@ class _SplitContext:
         borrowing is 0.96× this drain, and 3.3× the lengths' quantile."""
         return np.interp(nbat / (nbat + 1.0), self.left_cdf, self.left_knots)
 
-    def _prompt_pool(self, pm: IntArray, lam: FloatArray):
-        """The prompt pool at each (prompt machines, rate): (mean service, offered erlangs, the
-        overflowing erlangs and share of the prompts, and per sampled request its wait and whether
-        it overflows).
+    def _replayed(self, machines: int, lam: float) -> _ReplayedPool:
+        """The prompt pool replayed at (prompt machines, rate): the workload's own arrivals
+        (compressed by rate / its own rate) and prompt sizes run through the DES's rules
+        (`_prompt_replay`), kept in `_REPLAYS` for every context of the same sample and prompt
+        pool (a search, or a refit trying many corrections, replays each pair once).
 
-        Who waits how long, and who overflows, comes from the admission chain of the DES's "full"
-        rule (`_chain_position`): each sampled request's stratified uniform picks the state it
-        meets (PASTA); past the last state its size is admitted at, it overflows; otherwise it
-        waits behind the least-loaded machine's queue of (n − c)/c prompts: a residual service
-        over c (Allen–Cunneen), the queue's first prompt (a mean service), then the others as the
-        DES runs them, packed FCFS up to the batch-token cap, each one a prompt that fitted the
-        level it was admitted at (`queue_packed`); spread as a gamma of n − c + 1 exponential
-        gaps by Wilson–Hilferty.
-
-        How much load overflows — what sets the token machines borrowed into the mixed pool —
-        still comes from an M/G/c queue capped at `full_utilization` plus the prompts whose
-        M/G/c wait would exceed their pending-token cap: the chain's own overflow volume, used
-        there, misses the Splitwise-HH/HA coding frontiers by up to six token machines, because
-        what a borrowed machine costs (its decodes, its drain) is not modelled from the DES's
-        rules but through `mixed_prompt_capacity`, which was fitted together with this volume.
-        """
+        A pool with at least as many machines as prompts ever run at once when none waits (each
+        for its lone iteration) always has an idle machine, the least pending, for an arrival:
+        none waits, and every larger pool gives the same replay. It is kept once per rate, so a
+        fleet-scale screen over thousands of pool sizes replays only the congested ones."""
         s = self.s
-        P = pm.astype(np.float64)
-        es = _batched_service(lam, self.es, self.batch_ratio, pm)
-        offered = lam * es
-        served = np.minimum(offered, self.full_utilization * P)
-        lam_p = served / es
-        pw, cond, _ = mgc_wait(lam_p, es, self.scv, pm)
-        logpw = np.log(np.maximum(pw, 1e-300))
-        # a queue is bounded by the full condition: a prompt never waits behind more than
-        # prompt_full_tokens − p tokens of work; beyond that it overflows instead (the M/G/c wait
-        # (log P(wait) − log(1 − u))·cond exceeds the cap)
-        over_cap = ((logpw[:, None] - s.log1mu[None, :]) * cond[:, None] > self.wait_cap[None, :]).mean(
-            axis=1
+        scale = s.base_rate_rps / lam
+        ample = (*self.replay_key, "ample", lam)
+        peak = _AMPLE.get(ample)
+        if peak is None:
+            start = s.t_all * scale
+            alone = self.replay_tables[0][self.prompt_tokens_all]
+            # most prompts in their lone iteration at once: +1 at a start, −1 at an end (ends first)
+            times = np.concatenate([start + alone, start])
+            steps = np.concatenate([-np.ones(len(start)), np.ones(len(start))])
+            order = np.lexsort((steps, times))
+            peak = np.array([np.max(np.cumsum(steps[order]))])
+            _AMPLE.put(ample, peak)
+        key = (*self.replay_key, min(machines, int(peak[0])), lam)
+        got = _REPLAYS.get(key)
+        if got is None:
+            ttft_all, _ = replay_prompt_pool(
+                s.t_all * scale,
+                self.prompt_tokens_all,
+                min(machines, int(peak[0])),
+                self.sim.prompt_full_tokens,
+                self.sim.max_batch_tokens,
+                self.sim.max_batch_size,
+                *self.replay_tables,
+            )
+            got = _ReplayedPool.of(ttft_all, s)
+            _REPLAYS.put(key, got)
+        return got
+
+    def _prompt_pool(self, pm: IntArray, lam: FloatArray) -> tuple[FloatArray, list[_ReplayedPool]]:
+        """The prompt pool at each (prompt machines, rate): its offered load in erlangs (reported
+        as the prompt pool's utilization: the mean service shrinks as queued prompts are packed)
+        and its replay (`_replayed`).
+
+        Who waits how long, and who overflows, is replayed: the DES's rules — a prompt goes to the
+        machine with the fewest pending tokens, a machine runs its queue FCFS packed up to the
+        batch-token cap, and a machine with a queue whose pending tokens would pass the cap is
+        "full", so the prompt overflows — hold no closed form together, and every queue formula
+        tried read the TTFT P90 high at one to three prompt machines and the P99 low at seven and
+        more (docs/background.md). Nothing couples the pool to the token side where a design
+        meets its SLOs, so the replay gives the DES's TTFTs themselves.
+        """
+        offered = lam * _batched_service(lam, self.es, self.batch_ratio, pm)
+        return offered, [self._replayed(int(c), float(r)) for c, r in zip(pm, lam, strict=True)]
+
+    def _mixed_pool(
+        self,
+        pools: list[_ReplayedPool],
+        inv: IntArray,
+        at: IntArray,
+        T: FloatArray,
+        lam: FloatArray,
+        nbat: FloatArray,
+        tau: FloatArray,
+    ) -> tuple[FloatArray, IntArray, FloatArray, FloatArray]:
+        """The mixed pool at the points `at` (whose prompt pools overflow), replayed on the
+        overflowed prompts (`_prompt_replay.replay_mixed_pools`): a borrowed token machine drains
+        for what is left of its batch's longest decode (`_longest_decode`, at the point's batch N
+        and iteration τ) and an overflowed prompt starts after half a decode iteration. Returns
+        every overflowed prompt's TTFT per point (point j of `at`: from offsets[j], as many as its
+        prompt pool overflowed), the token machines away on average, and when every token machine
+        is borrowed (inf: never).
+
+        Replayed once per prompt pool and drain (on a geometric grid, `_MIXED_STEP`) with token
+        machines to spare: a replay that never has all of its token machines away at once is the
+        same with any more of them, so the points that have more share it, and only the others
+        (their pool runs out of token machines) are replayed on their own, up to that moment. A
+        row of a grid replays a handful of times rather than once per token count, and a point's
+        replay does not depend on the other points evaluated with it. (The half decode iteration
+        a prompt waits on a machine running no prompt is added by `_overflowed_ttft`.)"""
+        s = self.s
+        first = np.zeros(len(pools) + 1, dtype=np.int64)
+        first[1:] = np.cumsum([len(pool.over_all) for pool in pools])
+        over = np.concatenate([pool.over_all for pool in pools]) if first[-1] else np.zeros(0, np.int64)
+        arrays = (first, s.t_all[over], s.p_all[over], self.mix_solo_all[over])
+        step = math.log(_MIXED_STEP)
+        drain = np.exp(
+            np.round(np.log(np.maximum(self._longest_decode(nbat[at]) * tau[at], 1e-9)) / step) * step
         )
-        excess = offered - served + lam_p * es * over_cap
-        overflow = np.divide(excess, offered, out=np.zeros_like(offered), where=offered > 0)
-        n_seen = _chain_position(pm, lam * es, self.fits, self.queue_first, s.u)
-        c = P[:, None]
-        last = c * (self.fit_level[None, :] + 2.0) - 1.0  # ⌊(n − c)/c⌋ ≤ its level
-        over_i = n_seen >= last + 1.0
-        # only the requests that meet c or more prompts wait (computed for those alone)
-        rows, cols = np.nonzero(n_seen >= c)
-        ahead = n_seen[rows, cols] - P[rows]
-        r = 1.0 / np.sqrt(ahead + 1.0)  # k = ahead + 1 gaps: 1 − 1/(9k) + z/(3√k), cubed
-        x = np.maximum(1.0 - r * r / 9.0 + s.z[cols] * r / 3.0, 0.0)
-        # the work ahead: the least-loaded machine's queue of ahead / c prompts, its first one a
-        # mean service and the rest packed (`queue_packed`), after a residual service over c
-        per = ahead / P[rows]
-        first = np.minimum(per, 1.0) * es[rows]
-        rest = np.interp(np.maximum(per - 1.0, 0.0), self.queue_levels, self.queue_packed)
-        wait = np.zeros(n_seen.shape)
-        # (a prompt is admitted only where its machine's pending tokens fit under the cap: the
-        # spread never takes its wait past what those tokens cost it, `admitted_wait_cap`)
-        wait[rows, cols] = np.minimum(
-            ((es / P)[rows] * self.residual_left + first + rest) * (x * x * x),
-            self.admitted_wait_cap[cols],
-        )
-        return es, offered, excess, overflow, wait, over_i
+        machines = T[at].astype(np.int64)
+        groups, group = np.unique(np.stack([inv[at], drain], axis=1), axis=0, return_inverse=True)
+        group = group.reshape(-1)
+        pair = groups[:, 0].astype(np.int64)
+        scale = s.base_rate_rps / lam[at]
+        g_scale = np.empty(len(groups))
+        g_scale[group] = scale
+
+        def replay(rows, scales, counts, drains, **kw):
+            return replay_mixed_pools(
+                rows,
+                scales,
+                counts,
+                drains,
+                s.duration_s * scales,
+                *arrays,
+                self.sim.prompt_full_tokens,
+                **kw,
+            )
+
+        # each group once with token machines to spare (more until it never borrows them all)
+        top = np.full(len(groups), _MIXED_SPARE, dtype=np.int64)
+        ttft, g_off, g_away, g_absorbed, g_most, _ = replay(pair, g_scale, top, groups[:, 1])
+        short = np.flatnonzero(g_most >= top)
+        while len(short):
+            top[short] *= 4
+            got = replay(pair[short], g_scale[short], top[short], groups[short, 1])
+            g_off[short] = len(ttft) + got[1][:-1]
+            ttft = np.concatenate([ttft, got[0]])
+            g_away[short], g_absorbed[short], g_most[short] = got[2], got[3], got[4]
+            short = short[got[4] >= top[short]]
+        offsets = g_off[group]
+        away, absorbed_at = g_away[group], g_absorbed[group]
+        alone = np.flatnonzero(machines <= g_most[group])
+        if len(alone):
+            own, o_off, away[alone], absorbed_at[alone], _, replayed = replay(
+                inv[at][alone], scale[alone], machines[alone], drain[alone], until_absorbed=True
+            )
+            # from the moment every token machine is borrowed the replay stops: the prompts after it
+            # take their TTFTs from the group's replay (which borrowed as many machines as it took)
+            rest = np.diff(o_off) - replayed
+            if rest.sum():
+                j = np.repeat(np.arange(len(alone)), rest)
+                within = np.arange(rest.sum()) - np.repeat(np.cumsum(rest) - rest, rest) + replayed[j]
+                own[o_off[j] + within] = ttft[g_off[group[alone[j]]] + within]
+            offsets[alone] = len(ttft) + o_off[:-1]
+            ttft = np.concatenate([ttft, own])
+        return ttft, offsets, away, absorbed_at
 
     def evaluate(self, pm: IntArray, tm: IntArray, lam: FloatArray):
         s, cal = self.s, self.cal
         P = pm.astype(np.float64)
         T = tm.astype(np.float64)
         # --- prompt pool: it depends on the points only through (prompt machines, rate), so it is
-        # solved once per distinct pair (a grid of P × T points has only P of them)
+        # replayed once per distinct pair (a grid of P × T points has only P of them)
         pairs = np.stack([P, lam], axis=1)
         uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
         inv = inv.reshape(-1)
-        pu = uniq[:, 0].astype(np.int64)
-        _, offered_u, excess_u, overflow_u, wait_u, over_u = self._prompt_pool(pu, uniq[:, 1])
-        offered, excess, overflow = offered_u[inv], excess_u[inv], overflow_u[inv]
-        over_i = over_u[inv]
-        # a request's TTFT in the prompt pool: its wait plus its prompt (per distinct pair too)
-        ttft = (wait_u + self.service[None, :])[inv]
-        # borrowed machines: each absorbs `mixed_prompt_capacity` erlangs of prompt work
-        borrowed = excess / (cal.mixed_prompt_capacity * self.mixed_speed)
-        # Even rare overflows cost token machines: a borrowed machine returns only once the batch
-        # it held has drained (what is left of its longest decode, `_longest_decode`, times τ),
-        # so overflows arriving at rate r keep r·L/(1 + r·L) machines away (Little's law on the
-        # borrowings, at most one per overflow). Never the last one: with no token machine left
-        # the DES sends new decodes to the mixed machines, so a pool of one keeps decoding on its
-        # borrowed machine (counted away, one token machine at 0.3–0.4 decode utilization came
-        # out unstable where the DES met every SLO). L needs the token pool's batch, which needs
-        # the machines left: one pass without, two with.
-        rate_o = lam * overflow
-        drain_bound = np.maximum(T - 1.0, 0.0)
-
-        def drained(rate: FloatArray, drain_s: FloatArray, bound: FloatArray) -> FloatArray:
-            held = rate * drain_s
-            return np.minimum(held / (1.0 + held), bound)
-
-        demand_all = lam * self.mean_dec
+        offered_u, pools = self._prompt_pool(uniq[:, 0].astype(np.int64), uniq[:, 1])
+        # a request's TTFT in the prompt pool, replayed (NaN where it overflowed: set below)
+        ttft = np.stack([pool.ttft for pool in pools])[inv]
+        # --- token pool: the steady decode batch N per token machine (Little's law, τ(N)), on the
+        # machines that take new decodes: those the mixed pool has not borrowed
+        demand = lam * self.mean_dec
         zeros = np.zeros(len(P))
-        served_by = borrowed.copy()
-        nbat, tau, _, _, _ = _solve_mixed(
-            zeros,
-            demand_all / np.maximum(T - borrowed, 1e-9),
-            self.grid,
-            self.no_mix,
-            self.tau_grid,
-            self.nmax,
-        )
-        # (only where the drain keeps more machines away than the overflow volume does: elsewhere
-        # the passes would return the same batch)
-        longest = self._longest_decode(nbat) * tau
-        redo = np.flatnonzero(drained(rate_o, longest, drain_bound) > served_by)
-        if len(redo):
-            nb, ta = nbat[redo], tau[redo]
-            for _ in range(2):
-                longest = self._longest_decode(nb) * ta
-                away = drained(rate_o[redo], longest, drain_bound[redo])
-                borrowed[redo] = np.maximum(served_by[redo], away)
-                nb, ta, _, _, _ = _solve_mixed(
-                    zeros[redo],
-                    demand_all[redo] / np.maximum(T[redo] - borrowed[redo], 1e-9),
-                    self.grid,
-                    self.no_mix,
-                    self.tau_grid,
-                    self.nmax,
-                )
-            nbat[redo], tau[redo] = nb, ta
+
+        def batch(at: IntArray, machines: FloatArray) -> tuple[FloatArray, FloatArray]:
+            nb, ta, _, _, _ = _solve_mixed(
+                zeros[at], demand[at] / machines, self.grid, self.no_mix, self.tau_grid, self.nmax
+            )
+            return nb, ta
+
+        nbat, tau = batch(np.arange(len(P)), T)
+        # --- mixed pool: where prompts overflow, token machines are borrowed (`_mixed_pool`): a
+        # borrowed machine takes no new decode until its batch has drained, so the others take
+        # them all. The drain is that of the batch of all T token machines: solving it again on
+        # the machines left (a second pass) changed no score by more than 0.1 point at twice the
+        # cost (docs/background.md).
+        borrowed = np.zeros(len(P))
+        absorbed_at = np.full(len(P), np.inf)
+        spill = np.flatnonzero(np.array([pool.spills for pool in pools])[inv])
+        over_ttft, offsets = np.zeros(0), np.zeros(0, dtype=np.int64)
+        if len(spill):
+            over_ttft, offsets, away, absorbed_at[spill] = self._mixed_pool(
+                pools, inv, spill, T, lam, nbat, tau
+            )
+            # (never the last one: with no token machine left the DES sends new decodes to the
+            # mixed machines, so a pool of one keeps decoding on its borrowed machine)
+            borrowed[spill] = np.minimum(away, T[spill] - 1.0)
+            nbat[spill], tau[spill] = batch(spill, T[spill] - borrowed[spill])
         # token-pool utilization: decode load in machine-equivalents plus the borrowed machines,
-        # over the pool (finite even when every token machine is borrowed; ≥ 1 ⇔ unstable)
-        rho_t = (lam * self.mean_dec / self.decode_capacity + borrowed) / T
+        # over the pool (≥ 1 ⇔ unstable)
+        rho_t = (demand / self.decode_capacity + borrowed) / T
         ok = rho_t < 1.0
-        rho_p = offered / P  # above full_utilization the excess overflows
-        # an overflowed prompt found every prompt queue at its cap and joins a mixed machine's
-        # (computed for those requests alone; the peakedness for the prompt pools they overflow)
-        spills = over_u.any(axis=1)
-        ro, co = np.nonzero(over_i)
-        if len(ro):
-            peak = np.ones(len(uniq))
-            peak[spills] = overflow_peakedness(pu[spills], offered_u[spills])
-            frac = np.minimum(1.0, cal.overflow_wait_growth * overflow[ro] * (peak[inv[ro]] - 1.0))
-            ttft[ro, co] = frac * self.wait_cap[co] + (0.5 * tau)[ro] + self.mix_solo[co]
+        rho_p = offered_u[inv] / P
+        for j, k in enumerate(spill):  # the overflowed requests' TTFTs, from the mixed pool
+            pool = pools[inv[k]]
+            got = self._overflowed_ttft(over_ttft, offsets[j], pool.over_sample, pool.over_all, 0.5 * tau[k])
+            ttft[k, np.isnan(ttft[k])] = got
+        ttft_q = self._ttft_percentiles(pools, inv, spill, over_ttft, offsets, 0.5 * tau)
         join = cal.join_fraction * tau * np.minimum(nbat, 1.0)
         # Each request decodes in the batch of its own part of the finite trace (`_decode_phase`):
         # with the steady batch for all, TBT came out flat across the percentiles where the DES's
@@ -905,117 +880,240 @@ class _SplitContext:
         over_t = rho_t > 1.0  # the backlog of an overloaded pool grows through the trace
         if over_t.any():
             decode[over_t] += (rho_t[over_t] - 1.0)[:, None] * s.t_s[None, :]
+        mixed = spill[np.isfinite(absorbed_at[spill])]
+        if len(mixed):
+            ok[mixed] &= self._all_mixed(pools, inv, mixed, T, lam, demand, absorbed_at, ttft, decode)
         e2e = ttft + decode
         tbt = decode / s.o[None, :]
-        # the rows of one prompt pool where no request overflows have the same TTFTs whatever their
-        # token pool (`evaluate_grid` takes their percentiles once)
-        quiet = ~spills
-        same = np.where(quiet[inv], inv, len(uniq) + np.arange(len(inv)))
-        return ttft, tbt, e2e, ok, rho_p, rho_t, nbat, same
+        return ttft, tbt, e2e, ok, rho_p, rho_t, nbat, ttft_q
+
+    def _all_mixed(
+        self,
+        pools: list[_ReplayedPool],
+        inv: IntArray,
+        at: IntArray,
+        T: FloatArray,
+        lam: FloatArray,
+        demand: FloatArray,
+        absorbed_at: FloatArray,
+        ttft: FloatArray,
+        decode: FloatArray,
+    ) -> BoolArray:
+        """From the moment every token machine is borrowed, each decodes on a mixed machine: the
+        overflowed prompts, r per second, land on its machine at r/T per second, and each one
+        stalls it for the prompt's whole iteration (a prompt past the batch-token cap preempts the
+        decodes; one below it runs beside them in one long iteration). Updates `decode` in place at
+        the points `at` for the part of each request's decode phase from then on, and returns
+        whether their machines keep up with decodes and prompts together.
+
+        A decode meets the prompts landing during its phase, which the stalls lengthen (a Poisson
+        count over phase / (1 − busy), busy the share of a machine's time spent on prompts), and
+        with chance `busy` it joins a machine busy with a prompt and waits out what is left of it
+        (E[s²] / 2E[s]). Measured in the DES (Splitwise-HH, coding, 12 prompt and 6 token
+        machines, every token machine borrowed at 3.5 s): 30 % of the decodes meet a prompt
+        (the count predicts 25 %), 19.5 % of the short ones (o < 10), whose phase alone predicts
+        8 % and with the busy machine at their join 26 %; each stall costs 0.48–0.59 s."""
+        s = self.s
+        pair = inv[at]
+        scale = s.base_rate_rps / lam[at]
+        n_over = np.array([len(pools[u].over_all) for u in pair], dtype=np.float64)
+        svc = [self.mix_solo_all[pools[u].over_all] for u in pair]
+        mean_s = np.array([float(v.mean()) for v in svc])
+        resid_s = np.array([float(np.mean(v * v)) for v in svc]) / (2.0 * mean_s)
+        rate = n_over / (s.duration_s * scale) / T[at]  # overflowed prompts per second per machine
+        busy = np.minimum(rate * mean_s, _BUSY_MAX)
+        # the decode batch when the machines share decodes and prompts: N·(1 − busy)/τ(N) = demand/T
+        per_machine = demand[at] / T[at]
+
+        def served(nb: FloatArray) -> FloatArray:
+            return nb * (1.0 - busy) / np.interp(nb, self.grid, self.tau_grid) - per_machine
+
+        hi = np.full(len(at), self.nmax)
+        nb = bisect_increasing(served, np.zeros(len(at)), hi)
+        keeps_up = served(hi) > 0.0
+        tau = np.interp(nb, self.grid, self.tau_grid)
+        t0 = s.t_s[None, :] * scale[:, None]
+        before = decode[at]
+        share = np.clip((t0 + before - absorbed_at[at, None]) / np.maximum(before, 1e-12), 0.0, 1.0)
+        own = self.dec[None, :] * tau[:, None]
+        phase = np.minimum(share * own, np.maximum(s.duration_s * scale[:, None] - t0, 0.0))
+        k = _poisson_quantile(
+            rate[:, None] * phase / (1.0 - busy[:, None]), s.z[None, :], s.zcdf[None, :], self.dec[None, :]
+        )
+        waits = np.where(s.v[None, :] < busy[:, None], resid_s[:, None], 0.0) * (share > 0.0)
+        decode[at] = (1.0 - share) * before + share * (self.xfer[None, :] + own) + k * mean_s[:, None] + waits
+        return keeps_up
+
+    def _overflowed_ttft(
+        self,
+        over_ttft: FloatArray,
+        offset: IntArray,
+        places: IntArray,
+        over_all: IntArray,
+        wait_s: FloatArray,
+    ) -> FloatArray:
+        """The replayed TTFTs of a prompt pool's overflowed requests at `places` of its over_all
+        (`over_ttft` from `offset` on, as `_mixed_pool` returns them), plus `wait_s` for those that
+        found their mixed machine running no prompt: they wait for its decode iteration to end."""
+        got = over_ttft[offset + places]
+        service = self.mix_solo_all[over_all[places]]
+        return got + np.where(got <= service * (1.0 + 1e-9), wait_s, 0.0)
+
+    def _ttft_percentiles(
+        self,
+        pools: list[_ReplayedPool],
+        inv: IntArray,
+        spill: IntArray,
+        over_ttft: FloatArray,
+        offsets: IntArray,
+        wait_s: FloatArray,
+    ) -> tuple[FloatArray, FloatArray]:
+        """Per point, the TTFT percentiles (slowdowns, latencies; each len(PERCENTILES) × points)
+        over the TTFT set: its admitted requests replayed, its overflowed ones from the mixed pool
+        (`over_ttft`, per point of `spill`). A prompt pool that overflows none of the set's
+        requests gives the same percentiles at every token pool: taken from its replay."""
+        n_pct = len(PERCENTILES)
+        q_sd = np.empty((n_pct, len(inv)))
+        q_s = np.empty((n_pct, len(inv)))
+        row = np.full(len(inv), -1)
+        row[spill] = np.arange(len(spill))
+        for u, pool in enumerate(pools):
+            at = np.flatnonzero(inv == u)
+            if len(pool.quiet):
+                q_sd[:, at] = pool.quiet[:n_pct, None]
+                q_s[:, at] = pool.quiet[n_pct:, None]
+                continue
+            lat = self._overflowed_ttft(
+                over_ttft, offsets[row[at]][:, None], pool.merged[None, :], pool.over_all, wait_s[at, None]
+            )
+            q_s[:, at] = _merged_percentiles(pool.admitted_s, lat, pool.weight)
+            q_sd[:, at] = _merged_percentiles(pool.admitted_sd, lat / pool.merged_ref[None, :], pool.weight)
+        return q_sd, q_s
 
 
-class _QueueFirst:
-    """Chance that the least-pending machine is one with a queue, with n − c of c machines queued.
+@dataclass(frozen=True, slots=True)
+class _ReplayedPool:
+    """One replay of a split design's prompt pool at (prompt machines, rate), as the evaluator
+    reads it (`_SplitContext._replayed`)."""
 
-    The running prompt a machine is found with is size-biased by its service time (X); a queued
-    machine holds such a running prompt plus a queued prompt of the workload's sizes (W = X + Z).
-    With m = n − c queued machines and k = 2c − n without a queue, the least-pending machine is a
-    queued one when all k X's exceed the smallest of the m W's:
-    h = Σ_w P(X > w)^k · P(min of m W's ∈ dw), on quantile lattices of the sizes (deterministic).
-    What the chain needs of it is, per pool size c, the log of the admission products between c
-    and 2c prompts (`log_admits`): computed on first use, kept for every evaluator of the same
-    lattices (a search screens the same pool sizes again and again), in a bounded cache.
+    ttft: FloatArray  # per sampled request: its TTFT (NaN: it overflowed to the mixed pool)
+    over_all: IntArray  # the workload's requests that overflowed (arrival order)
+    over_sample: IntArray  # per sampled request that overflowed, its place in over_all
+    admitted_sd: FloatArray  # the TTFT set's admitted requests: TTFT slowdowns, sorted
+    admitted_s: FloatArray  # … and TTFTs, sorted
+    quiet: FloatArray  # none of the set overflowed: its percentiles, slowdowns then latencies
+    # The set's overflowed requests, each the TTFT percentiles merge at every point: all of them,
+    # or `_TTFT_OVERFLOWED` spread evenly over the trace, each standing for `weight` of them.
+    merged: IntArray  # their places in over_all
+    merged_ref: FloatArray  # their reference TTFTs
+    weight: float
+
+    @classmethod
+    def of(cls, ttft_all: FloatArray, s: _Sample) -> _ReplayedPool:
+        in_set = ttft_all[s.ttft_set]
+        over = np.isnan(in_set)
+        admitted = np.flatnonzero(~over)
+        lat = np.sort(in_set[admitted])
+        sd = np.sort(in_set[admitted] / s.ref_ttft_set[admitted])
+        over_all = np.flatnonzero(np.isnan(ttft_all))
+        ttft = ttft_all[s.at]
+        overflowed = np.flatnonzero(over)  # (in arrival order: the set is)
+        quiet = np.zeros(0)
+        if not len(overflowed):
+            no_extras = np.zeros((1, 0))
+            quiet = np.concatenate(
+                [_merged_percentiles(sd, no_extras)[:, 0], _merged_percentiles(lat, no_extras)[:, 0]]
+            )
+        kept = overflowed
+        if len(overflowed) > _TTFT_OVERFLOWED:
+            kept = overflowed[
+                ((np.arange(_TTFT_OVERFLOWED) + 0.5) * (len(overflowed) / _TTFT_OVERFLOWED)).astype(np.int64)
+            ]
+        return cls(
+            ttft=ttft,
+            over_all=over_all,
+            over_sample=np.searchsorted(over_all, s.at[np.isnan(ttft)]),
+            admitted_sd=sd,
+            admitted_s=lat,
+            quiet=quiet,
+            merged=np.searchsorted(over_all, s.ttft_set[kept]),
+            merged_ref=s.ref_ttft_set[kept],
+            weight=len(overflowed) / max(len(kept), 1),
+        )
+
+    @property
+    def spills(self) -> bool:
+        """Some request of the workload overflowed."""
+        return bool(len(self.over_all))
+
+    @property
+    def size(self) -> int:
+        arrays = (self.ttft, self.over_all, self.over_sample, self.admitted_sd, self.admitted_s)
+        return sum(a.size for a in arrays) + self.merged.size + self.merged_ref.size
+
+
+def _merged_percentiles(sorted_base: FloatArray, extra: FloatArray, weight: float = 1.0) -> FloatArray:
+    """Percentiles (numpy's linear method) of the values `sorted_base` (sorted, shared by every
+    row) together with each row's `extra` values, each of them standing for `weight` values, as
+    len(PERCENTILES) × rows.
+
+    Only the extras are sorted: the extra of rank j among them takes the union's ranks from
+    weight·j plus the base values not above it, `weight` of them, and a rank no extra takes holds
+    the base value at the rank less the extras before it. So a row costs O(extras · log) whatever
+    the base's size (a replayed prompt pool's overflowed requests, merged with the admitted ones
+    shared by every point). With weight 1 it is np.percentile of the union exactly.
     """
+    rows, m = extra.shape
+    n_base = len(sorted_base)
+    n = n_base + round(weight * m)
+    ex = np.sort(extra, axis=1)
+    start = weight * np.arange(m)[None, :] + np.searchsorted(sorted_base, ex, side="right")
+    base = sorted_base if n_base else np.zeros(1)
+    row = np.arange(rows)
 
-    def __init__(self, p_all: FloatArray, service_all: FloatArray, fit_level_one: float) -> None:
-        levels = (np.arange(_QUEUE_FIRST_LATTICE) + 0.5) / _QUEUE_FIRST_LATTICE
-        order = np.argsort(p_all, kind="stable")
-        sizes = p_all[order]
-        biased = np.cumsum(service_all[order])
-        biased = biased / max(float(biased[-1]), 1e-300)
-        running = np.interp(levels, biased, sizes)  # size-biased quantiles of X
-        queued = np.quantile(p_all, levels)
-        w = np.sort((running[:, None] + queued[None, :]).ravel())
-        self.grid = w[::_QUEUE_FIRST_LATTICE]  # quantile lattice of W
-        self.surv_x = 1.0 - np.searchsorted(np.sort(running), self.grid, side="right") / len(running)
-        self.surv_w = 1.0 - (np.arange(len(self.grid)) + 0.5) / len(self.grid)
-        self.refused = 1.0 - fit_level_one  # share of the prompt work that does not fit at level 1
-        self._key = (self.surv_x.tobytes(), self.refused)
+    def at(rank: int) -> FloatArray:
+        before = np.count_nonzero(start <= rank + 1e-9, axis=1)  # extras starting at or before it
+        last = np.maximum(before - 1, 0)
+        if not m:
+            return base[min(rank, len(base) - 1)] * np.ones(rows)
+        mine = (before > 0) & (rank < start[row, last] + weight - 1e-9)
+        from_base = base[np.clip(np.floor(rank - weight * before + 1e-9).astype(np.int64), 0, len(base) - 1)]
+        return np.where(mine, ex[row, last], from_base)
 
-    def table(self, c: int) -> FloatArray:
-        """h for n = c + 1 … 2c − 1 (index n − c − 1): m = 1 … c − 1 queued machines.
-
-        The powers P(X > w)^k and P(W > w)^m come from running products along m (k = c − m
-        runs down as m runs up), not from a power per term."""
-        if c < 2:
-            return np.zeros(0)
-        sx = self.surv_x[None, :]
-        sw = np.concatenate([[1.0], self.surv_w])[None, :]
-        m = c - 1
-        x_pow = np.cumprod(np.broadcast_to(sx, (m, sx.shape[1])), axis=0)[::-1]  # row i: sx^(c − 1 − i)
-        w_pow = np.cumprod(np.broadcast_to(sw, (m, sw.shape[1])), axis=0)  # row i: sw^(i + 1)
-        return np.sum(x_pow * (w_pow[:, :-1] - w_pow[:, 1:]), axis=1)
-
-    def log_admits(self, c: int) -> FloatArray:
-        """L[k] = Σ_{i=1}^{k−1} log(1 − h(c + i)·(1 − fits[1])) for k = 0 … c: the chain's
-        admission products from c prompts up (the arrival at c itself is always admitted)."""
-        key = (self._key, c)
-        got = _LOG_ADMITS.get(key)
-        if got is None:
-            with np.errstate(divide="ignore"):
-                step = np.log(np.maximum(1.0 - self.table(c) * self.refused, 0.0))
-            got = np.concatenate([[0.0, 0.0], np.cumsum(step)])[: c + 1]
-            _LOG_ADMITS.put(key, got)
-        return got
-
-    def runs(self, c: int) -> tuple[IntArray, FloatArray]:
-        """`log_admits(c)` as a few straight pieces: knots 0 = k_0 < … < k_Q = c and L at them,
-        so that L stays within `_ADMIT_LOG_TOLERANCE` of the chord of its piece everywhere. Then
-        between c and 2c prompts the chain's weights ρ^k·e^L[k] are geometric within a piece,
-        like a queue level's, and a point costs the same whatever c is. L is concave (h grows as
-        the queued machines m approach c), so the knots crowd towards 2c."""
-        key = (self._key, "runs", c)
-        got = _LOG_ADMITS.get(key)
-        if got is None:
-            L = self.log_admits(c)
-            knots = [0, c]
-            # split the piece that strays furthest from its chord first, until every piece is
-            # within the tolerance or the pieces run out
-            heap: list[tuple[float, int, int, int]] = []
-
-            def push(lo: int, hi: int) -> None:
-                if hi - lo >= 2:
-                    k = np.arange(lo, hi + 1)
-                    gap = np.abs(L[lo : hi + 1] - (L[lo] + (L[hi] - L[lo]) * (k - lo) / (hi - lo)))
-                    at = int(np.argmax(gap))
-                    if gap[at] > _ADMIT_LOG_TOLERANCE:
-                        heapq.heappush(heap, (-float(gap[at]), lo, hi, lo + at))
-
-            push(0, c)
-            while heap and len(knots) < _ADMIT_RUNS_MAX + 1:
-                _gap, lo, hi, mid = heapq.heappop(heap)
-                knots.append(mid)
-                push(lo, mid)
-                push(mid, hi)
-            ks = np.array(sorted(knots), dtype=np.float64)
-            got = np.concatenate([ks, L[ks.astype(np.int64)]])
-            _LOG_ADMITS.put(key, got)
-        q = len(got) // 2
-        return got[:q].astype(np.int64), got[q:]
+    out = np.empty((len(PERCENTILES), rows))
+    for j, pct in enumerate(PERCENTILES):
+        pos = pct / 100.0 * (n - 1)
+        lo = math.floor(pos)
+        v_lo = at(lo)
+        if pos > lo:
+            v_hi = at(min(lo + 1, n - 1))
+            out[j] = v_lo + (v_hi - v_lo) * (pos - lo)
+        else:
+            out[j] = v_lo
+    return out
 
 
-class _BoundedCache:
-    """A dict of arrays that starts afresh once it holds more than `entries` floats."""
+class _Sized(Protocol):
+    @property
+    def size(self) -> int: ...
+
+
+_V = TypeVar("_V", bound=_Sized)
+
+
+class _BoundedCache(Generic[_V]):
+    """A dict of arrays (or of records of arrays, `size` their floats) that starts afresh once it
+    holds more than `entries` floats."""
 
     def __init__(self, entries: int) -> None:
         self.entries = entries
-        self.data: dict[object, FloatArray] = {}
+        self.data: dict[object, _V] = {}
         self.kept = 0
 
-    def get(self, key: object) -> FloatArray | None:
+    def get(self, key: object) -> _V | None:
         return self.data.get(key)
 
-    def put(self, key: object, value: FloatArray) -> None:
+    def put(self, key: object, value: _V) -> None:
         if self.kept + value.size > self.entries:
             self.data.clear()
             self.kept = 0
@@ -1023,12 +1121,10 @@ class _BoundedCache:
         self.kept += value.size
 
 
-_LOG_ADMITS = _BoundedCache(1 << 22)  # 32 MB of admission products over every pool size seen
-_RAMP_TABLES = _BoundedCache(1 << 22)  # 32 MB of split designs' decode-phase tables (`_SplitContext`)
-# between c and 2c prompts the log of the admission products (L) is followed in straight pieces
-# within this much (0.01 % of a state's weight), in at most this many pieces
-_ADMIT_LOG_TOLERANCE = 1e-4
-_ADMIT_RUNS_MAX = 64
+# 32 MB of split designs' decode-phase tables, 128 MB of their prompt-pool replays (`_SplitContext`)
+_RAMP_TABLES: _BoundedCache[FloatArray] = _BoundedCache(1 << 22)
+_REPLAYS: _BoundedCache[_ReplayedPool] = _BoundedCache(1 << 24)
+_AMPLE: _BoundedCache[FloatArray] = _BoundedCache(1 << 16)  # per rate, the pool no prompt waits in
 
 
 def _grid_position(grid: FloatArray, x: FloatArray) -> tuple[IntArray, FloatArray]:
@@ -1037,126 +1133,6 @@ def _grid_position(grid: FloatArray, x: FloatArray) -> tuple[IntArray, FloatArra
     j = np.clip(np.searchsorted(grid, x, side="right") - 1, 0, len(grid) - 2)
     w = np.clip((x - grid[j]) / np.maximum(grid[j + 1] - grid[j], 1e-300), 0.0, 1.0)
     return j, w
-
-
-def _log_geometric(log_g: FloatArray, k: FloatArray) -> FloatArray:
-    """log Σ_{i<k} g^i for g = e^log_g ≥ 0 and k ≥ 1 states, stable near g = 1 and for large k."""
-    x = k * log_g
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        below = np.log(-np.expm1(x)) - np.log(-np.expm1(log_g))  # g < 1
-        above = x + np.log(-np.expm1(-x)) - np.log(np.expm1(log_g))  # g > 1
-    out = np.where(log_g < 0.0, below, above)
-    out = np.where(np.abs(log_g) < 1e-12, np.log(k) + 0.5 * (k - 1.0) * log_g, out)
-    return np.where(np.isneginf(log_g), 0.0, out)
-
-
-def _chain_position(
-    servers: IntArray, offered: FloatArray, fits: FloatArray, queue_first: _QueueFirst, u: FloatArray
-) -> FloatArray:
-    """Where an arrival at each level of `u` finds the prompt pool's birth–death chain: the state
-    n it meets, continuous within a state (rows: one per (servers, offered) pair; columns: u).
-
-    The chain (state n = prompts in the pool): deaths min(n, c)/E[S]; births λ·admit(n), with
-    admit = 1 up to c prompts; between c and 2c some machines have a queue and 2c − n have none,
-    and the least-pending machine is a queued one with chance h (`_QueueFirst`), which then admits
-    only what fits at level 1 (fits[1]); from 2c on, admit = fits[j] with j = ⌊(n − c)/c⌋ the
-    queue of the least-loaded machine, and the chain ends past the last level anything fits at
-    (fits[0] = 1: below a queue every prompt is admitted).
-
-    Its stationary distribution is solved in pieces of closed form, so the cost per point does
-    not grow with c·levels: below c a truncated Poisson (the regularized gamma: Σ_{n<c} aⁿ/n! =
-    e^a·Q(c, a)), one piece; between c and 2c the c states of `log_admits`' products; from 2c on
-    one geometric run of c states per level (ratio ρ·fits[j], ρ = a/c), one piece each, and the
-    chain's last state. A level u picks the first state whose cumulative reaches it, plus the
-    share of that state's own mass below u (the inverse of the piecewise-linear cumulative; inside
-    a geometric run in closed form). Below c (no wait, no overflow) the position is c − ½. Every
-    row is computed on its own (the same bits whatever the other rows).
-    """
-    from scipy.special import gammaincc, gammaln
-
-    c_int = servers.astype(np.int64)
-    c = c_int.astype(np.float64)
-    a = np.maximum(np.asarray(offered, dtype=np.float64), 1e-300)
-    rows, n_u = len(c), len(u)
-    live = np.flatnonzero(fits > 0.0)
-    top = int(live[-1]) if len(live) else 0
-    log_rho = np.log(a) - np.log(c)
-    with np.errstate(divide="ignore"):
-        # log mass below c prompts over π_c
-        log_low = a + np.log(gammaincc(c, a)) + gammaln(c + 1.0) - c * np.log(a)
-        log_f = np.log(fits[1 : top + 1])
-    # Runs of states whose weights are geometric: between c and 2c the pieces of `_QueueFirst.runs`
-    # (padded to the most pieces of any row with empty runs), then level j = 1 … top (c states at
-    # ratio ρ·fits[j]), then the chain's last state. Per run: first state, states, log weight of
-    # the first state over π_c, log ratio.
-    sizes, which = np.unique(c_int, return_inverse=True)
-    pieces = [queue_first.runs(int(s)) for s in sizes]
-    q_max = max(len(k) - 1 for k, _ in pieces)
-    knots = np.empty((len(sizes), q_max + 1))
-    at_knots = np.empty((len(sizes), q_max + 1))
-    for i, (k, L) in enumerate(pieces):
-        q = len(k) - 1
-        knots[i, : q + 1], at_knots[i, : q + 1] = k, L
-        knots[i, q + 1 :], at_knots[i, q + 1 :] = k[-1], L[-1]  # empty runs at the end
-    kn, lk = knots[which], at_knots[which]  # rows × (q_max + 1)
-    n_mid = np.diff(kn, axis=1)
-    slope = np.divide(np.diff(lk, axis=1), n_mid, out=np.zeros_like(n_mid), where=n_mid > 0)
-    mid_first = c[:, None] + kn[:, :-1]
-    mid_logw = kn[:, :-1] * log_rho[:, None] + lk[:, :-1]
-    mid_logg = log_rho[:, None] + slope
-    # from 2c on (π_2c / π_c = ρ^c·e^L[c], the end of the last piece)
-    log_g = log_rho[:, None] + log_f[None, :]  # rows × top
-    log_full = c * log_rho + lk[:, -1]
-    lv_logw = log_full[:, None] + np.concatenate(
-        [np.zeros((rows, 1)), np.cumsum(c[:, None] * log_g, axis=1)], axis=1
-    )
-    lv_first = c[:, None] * (np.arange(top + 1)[None, :] + 2.0)
-    first = np.concatenate([mid_first, lv_first], axis=1)
-    count = np.concatenate([n_mid, np.broadcast_to(c[:, None], (rows, top)), np.ones((rows, 1))], axis=1)
-    logw = np.concatenate([mid_logw, lv_logw], axis=1)
-    logg = np.concatenate([mid_logg, log_g, np.zeros((rows, 1))], axis=1)
-    with np.errstate(divide="ignore"):
-        log_mass = np.where(count > 0, logw + _log_geometric(logg, np.maximum(count, 1.0)), -np.inf)
-    log_z = np.logaddexp(log_low, _logsumexp_rows(log_mass))
-    p_low = np.exp(log_low - log_z)
-    ends = np.concatenate(
-        [p_low[:, None], p_low[:, None] + np.cumsum(np.exp(log_mass - log_z[:, None]), axis=1)], axis=1
-    )
-    # the first piece whose cumulative reaches u: the levels are shared by every row, so they are
-    # sorted once and each row's piece ends are placed among them (one search for all rows)
-    n_piece = ends.shape[1]
-    order = np.argsort(u, kind="stable")
-    pos = np.searchsorted(u[order], ends, side="right")  # rows × pieces
-    bins = (np.arange(rows)[:, None] * (n_u + 1) + pos).ravel()
-    below = np.cumsum(np.bincount(bins, minlength=rows * (n_u + 1)).reshape(rows, n_u + 1), axis=1)
-    col = np.empty((rows, n_u), dtype=np.int64)
-    col[:, order] = np.minimum(below[:, :n_u], n_piece - 1)
-    out = np.broadcast_to(c[:, None] - 0.5, (rows, n_u)).copy()  # below c prompts
-    r_l, j_l = np.nonzero(col > 0)
-    if len(r_l):
-        run = col[r_l, j_l] - 1
-        before = ends[r_l, run]
-        v = (u[j_l] - before) / np.maximum(np.exp(logw[r_l, run] - log_z[r_l]), 1e-300)  # in first states
-        lg = logg[r_l, run]
-        n_run = count[r_l, run]
-        flat_g = np.abs(lg) < 1e-12
-        safe = np.where(flat_g, 1.0, lg)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            x = np.where(flat_g, v, np.log1p(v * np.expm1(lg)) / safe)
-            kk = np.clip(np.ceil(x) - 1.0, 0.0, np.maximum(n_run - 1.0, 0.0))
-            s_k = np.where(flat_g, kk, np.expm1(kk * lg) / np.where(flat_g, 1.0, np.expm1(lg)))
-            frac = (v - s_k) / np.exp(kk * lg)
-        out[r_l, j_l] = first[r_l, run] + kk + np.clip(np.nan_to_num(frac, nan=1.0), 0.0, 1.0)
-    return out
-
-
-def _logsumexp_rows(x: FloatArray) -> FloatArray:
-    """log Σ exp along each row, summed in order (a row padded with −inf gives the same bits
-    whatever its padding, so a point's result does not depend on the others in its chunk)."""
-    m = np.max(x, axis=1)
-    m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
-        return m + np.log(np.cumsum(np.exp(x - m[:, None]), axis=1)[:, -1])
 
 
 def _prompt_batch_ratio(perf, p_all: FloatArray, max_tokens: float) -> float:

@@ -788,7 +788,30 @@ def majority(s: DesSet, others: list[tuple[DesSet, list[int]]], calibration=None
 
 
 GOLDEN_GRIDS = Path(__file__).resolve().parents[2] / "tests" / "golden" / "des_grids"
-GOLDEN_MIN_AGREEMENT = 0.95  # tests/accuracy/test_analytic_vs_des.py's criteria
+# What the stored 39×39 grids must show (tests/accuracy/test_analytic_vs_des.py, and the fit's
+# first priority): all-nine verdict agreement, frontier rows within one machine of the DES's, and
+# no row further off than GOLDEN_MAX_OFF. Floors just under the measured figures (regression
+# guards, as on the held-out set), with the row bound at two machines: one DES realization decides
+# the rows where every token machine ends up in the mixed pool (docs/background.md).
+GOLDEN_MIN_AGREEMENT = 0.97
+GOLDEN_MIN_ROWS_WITHIN_ONE = 0.94
+GOLDEN_MAX_OFF = 2
+
+
+def golden_grid_failure(agreement: float, off: np.ndarray) -> str | None:
+    """Why a stored 39×39 grid fails the criteria above (None: it meets them), from the all-nine
+    verdict agreement and, per prompt count, the evaluator's frontier less the DES's."""
+    within_one = float(np.mean(np.abs(off) <= 1))
+    worst = int(np.max(np.abs(off)))
+    if (
+        agreement >= GOLDEN_MIN_AGREEMENT
+        and within_one >= GOLDEN_MIN_ROWS_WITHIN_ONE
+        and worst <= GOLDEN_MAX_OFF
+    ):
+        return None
+    return f"agreement {agreement:.1%}, rows within one machine {within_one:.1%}, frontier off by {worst}"
+
+
 GOLDEN_SPLIT = ("splitwise-hh", "splitwise-ha")
 GOLDEN_PRESETS = ("coding", "conversation")
 
@@ -820,15 +843,15 @@ def golden_failures(calibration=None) -> list[str]:
             with np.load(GOLDEN_GRIDS / f"{design}_{preset}.npz") as z:
                 P, T, des = z["prompt"].astype(np.int64), z["token"].astype(np.int64), z["meets"]
             got = evaluate_grid(get_design(design), P, T, _golden_scenario(preset), calibration=calibration)
-            agree = float(np.mean(got.meets_slo == des))
-            worst = 0
+            off = []
             for p in np.unique(P):
                 row = p == P
                 f_des = T[row & des].min() if (row & des).any() else 40
                 f_ana = T[row & got.meets_slo].min() if (row & got.meets_slo).any() else 40
-                worst = max(worst, abs(int(f_des) - int(f_ana)))
-            if agree < GOLDEN_MIN_AGREEMENT or worst > 1:
-                bad.append(f"{design} {preset}: agreement {agree:.1%}, frontier off by {worst}")
+                off.append(int(f_ana) - int(f_des))
+            why = golden_grid_failure(float(np.mean(got.meets_slo == des)), np.array(off))
+            if why:
+                bad.append(f"{design} {preset}: {why}")
     with np.load(GOLDEN_GRIDS / "baselines.npz") as z:
         names, presets, machines, meets = z["design"], z["preset"], z["machines"], z["meets"]
     for design in sorted(set(names.tolist())):

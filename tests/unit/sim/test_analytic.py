@@ -19,11 +19,11 @@ from splitplan.sim._queueing import (
     erlang_b,
     erlang_c,
     mgc_wait,
-    overflow_peakedness,
     row_percentiles,
 )
 from splitplan.sim.analytic import AnalyticBatch, evaluate_grid, simulate_analytic
 from splitplan.sim.config import SimConfig
+from splitplan.sim.des import simulate_des
 from splitplan.sim.scenario import Scenario
 from splitplan.slo import SLO_KEYS
 from splitplan.workload import make_workload
@@ -119,22 +119,9 @@ def overflow_moments_by_markov_chain(c: int, a: float, depth: int = 80) -> tuple
 
 
 @pytest.mark.parametrize(("c", "a"), [(1, 0.7), (1, 2.5), (2, 2.0), (4, 5.0), (6, 4.0)])
-def test_overflow_peakedness_is_the_overflows_variance_over_its_mean(c: int, a: float) -> None:
-    mean, var = overflow_moments_by_markov_chain(c, a)
+def test_erlang_b_times_the_load_is_the_overflows_mean(c: int, a: float) -> None:
+    mean, _ = overflow_moments_by_markov_chain(c, a)
     assert mean == pytest.approx(a * erlang_b(np.array([c]), np.array([a]))[0], rel=1e-6)
-    assert overflow_peakedness(np.array([c]), np.array([a]))[0] == pytest.approx(var / mean, rel=1e-6)
-
-
-def test_overflow_peakedness_grows_with_the_pool_and_is_poisson_at_its_limits() -> None:
-    c = np.array([1, 2, 5, 20, 100, 1000])
-    z = overflow_peakedness(c, c.astype(np.float64))  # a pool offered its own size in erlangs
-    assert np.all(np.diff(z) > 0)
-    assert z[0] < 1.3
-    assert z[-1] > 10
-    assert overflow_peakedness(np.array([50]), np.array([0.0]))[0] == 1.0  # no load
-    far = overflow_peakedness(np.array([1, 10, 100]), np.array([900.0, 5000.0, 20000.0]))
-    assert np.all(np.isfinite(far))
-    assert np.allclose(far, 1.0, atol=0.02)  # nearly all overflows: Poisson again
 
 
 def test_erlang_c_single_server_is_utilization_and_overload_is_certain_wait() -> None:
@@ -489,33 +476,59 @@ def test_split_token_pool_short_trace_meets_a_filling_batch() -> None:
     assert got[30.0] == pytest.approx(des.slowdown["tbt_p50"], rel=0.1)
 
 
-def test_admitted_waits_count_the_queued_tokens_packed(coding: Scenario) -> None:
-    """An admitted prompt's wait bound: the running prompt's rest plus what its queued tokens add
-    to its TTFT when the machine packs them FCFS up to the batch-token cap (one iteration up to
-    the cap, full iterations beyond it). Every admitted wait stays under it, and it is below the
-    pending tokens at the pool's mean per-token time wherever an iteration has a fixed cost."""
+def test_a_quiet_prompt_pools_ttft_percentiles_are_the_des_own(coding: Scenario) -> None:
+    """Where no prompt overflows, the prompt pool does not see the token side: the replayed
+    TTFTs are the DES's per request, so the evaluator's nine TTFT figures are the DES's to
+    rounding (its percentiles come from every request, not the sample)."""
+    hh = get_design("splitwise-hh")
+    got = evaluate_grid(hh, [20], [14], coding)
+    des = simulate_des(ClusterConfig(design=hh, prompt_machines=20, token_machines=14), coding)
+    assert not np.any(des.per_request.prompt_machine >= 20)  # nothing overflowed
+    for q in (50, 90, 99):
+        assert got.slowdown[f"ttft_p{q}"][0] == pytest.approx(des.slowdown[f"ttft_p{q}"], rel=1e-9)
+        assert got.latency_s[f"ttft_p{q}"][0] == pytest.approx(des.latency_s[f"ttft_p{q}"], rel=1e-9)
+
+
+def test_an_overflowing_prompt_pools_admitted_ttfts_are_the_des_own(coding: Scenario) -> None:
+    """With prompts overflowing, the sampled requests the pool admits keep the DES's TTFTs, and
+    exactly the DES's overflowed requests are modelled on the mixed pool."""
     hh = get_design("splitwise-hh")
     analytic._SCENARIOS.entries.clear()
-    evaluate_grid(hh, [3], [3], coding)
+    evaluate_grid(hh, [4], [20], coding)
     ((_, _, contexts),) = analytic._SCENARIOS.entries
     (ctx,) = contexts.values()
-    cap = float(coding.sim.max_batch_tokens)
-    perf = coding.perf_model(hh.prompt)
-    inside = np.array([1.0, cap / 3, cap])
-    prompts = np.maximum(np.round(inside / ctx.s.p_all.mean()), 1.0)
-    np.testing.assert_allclose(ctx._packed_time_s(inside), perf.prompt_time_s(inside, prompts), rtol=1e-3)
-    beyond = np.array([2 * cap, 5.5 * cap])
-    np.testing.assert_allclose(ctx._packed_time_s(beyond), ctx._packed_time_s(np.array([cap])) * beyond / cap)
-    running_left_s = 0.5 * ctx.es * (1.0 + ctx.scv)
-    assert np.all(ctx.admitted_wait_cap >= running_left_s)
-    queued = ctx.admitted_wait_cap - running_left_s
-    assert np.all(queued[ctx.wait_cap > 0] < ctx.wait_cap[ctx.wait_cap > 0])
-    # at saturation no admitted request's wait passes its bound, and some reach it
-    _, _, _, _, wait, over = ctx._prompt_pool(np.array([3]), np.array([3 / ctx.es]))
-    admitted = ~over[0]
-    assert admitted.any()
-    assert np.all(wait[0][admitted] <= ctx.admitted_wait_cap[admitted] + 1e-12)
-    assert np.any(wait[0][admitted] >= ctx.admitted_wait_cap[admitted] - 1e-12)
+    pool = ctx._replayed(4, float(ctx.s.base_rate_rps))
+    des = simulate_des(ClusterConfig(design=hh, prompt_machines=4, token_machines=20), coding)
+    over = des.per_request.prompt_machine[ctx.s.at] >= 4
+    assert over.any()
+    assert not over.all()
+    np.testing.assert_array_equal(np.isnan(pool.ttft), over)
+    np.testing.assert_allclose(pool.ttft[~over], des.per_request.ttft_s[ctx.s.at][~over], rtol=1e-12)
+    assert pool.spills
+    np.testing.assert_array_equal(pool.over_all, np.flatnonzero(des.per_request.prompt_machine >= 4))
+
+
+@given(
+    base=st.lists(st.floats(0, 100, allow_nan=False), max_size=40),
+    extra=st.lists(st.lists(st.floats(0, 100, allow_nan=False), min_size=3, max_size=3), max_size=12),
+    weight=st.integers(1, 4),
+)
+@settings(max_examples=200, deadline=None)
+def test_merged_percentiles_are_numpys_over_the_union(
+    base: list[float], extra: list[list[float]], weight: int
+) -> None:
+    """`_merged_percentiles` of a sorted base and per-row extras, each standing for `weight`
+    values, is np.percentile of their union (ties between the two included), with no extras at
+    all and with no base at all."""
+    from splitplan.slo import PERCENTILES
+
+    rows = np.array(extra, dtype=np.float64).reshape(-1, 3).T  # 3 rows of len(extra) extras each
+    if len(base) + rows.shape[1] < 1:
+        return
+    got = analytic._merged_percentiles(np.sort(np.array(base, dtype=np.float64)), rows, float(weight))
+    for r in range(3):
+        want = np.percentile(np.concatenate([base, np.repeat(rows[r], weight)]), PERCENTILES)
+        np.testing.assert_allclose(got[:, r], want, rtol=1e-12, atol=1e-12)
 
 
 def test_a_borrowed_batch_drains_for_what_is_left_of_its_longest_decode(coding: Scenario) -> None:

@@ -1,0 +1,87 @@
+"""The mixed pool's replay (`_prompt_replay.replay_mixed_pools`): the DES's rules on small cases.
+
+The prompt pool's replay is checked against the DES request by request in test_analytic.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from splitplan.sim._prompt_replay import replay_mixed_pools
+
+CAP = 8192.0  # pending-token cap of a machine with a queue
+
+
+def mixed(t, p, s, machines, drain_s, end_s=100.0, **kw):
+    """One point: the prompts (arrival t, tokens p, service s) on `machines` token machines."""
+    t, p, s = (np.asarray(x, dtype=np.float64) for x in (t, p, s))
+    ttft, off, away, absorbed, most, replayed = replay_mixed_pools(
+        np.array([0]),
+        np.array([1.0]),
+        np.array([machines]),
+        np.array([drain_s]),
+        np.array([end_s]),
+        np.array([0, len(t)]),
+        t,
+        p,
+        s,
+        CAP,
+        **kw,
+    )
+    return ttft[off[0] : off[1]], float(away[0]), float(absorbed[0]), int(most[0]), int(replayed[0])
+
+
+def test_small_prompts_queue_on_the_borrowed_machine_big_ones_borrow_another() -> None:
+    # four 1,000-token prompts while the first runs: they fit under the cap, so they queue FCFS
+    ttft, _, absorbed, most, _ = mixed([0, 0.1, 0.2, 0.3], [1000] * 4, [1.0] * 4, machines=5, drain_s=2.0)
+    assert most == 1
+    np.testing.assert_allclose(ttft, [1.0, 1.9, 2.8, 3.7])
+    assert absorbed == np.inf
+    # 6,000-token prompts: a second one would pass the cap behind the first, so each borrows
+    ttft, _, _, most, _ = mixed([0, 0.1, 0.2], [6000] * 3, [1.0] * 3, machines=5, drain_s=2.0)
+    assert most == 3
+    np.testing.assert_allclose(ttft, [1.0, 1.0, 1.0])
+
+
+def test_a_borrowed_machine_returns_once_drained_and_idle() -> None:
+    # borrowed at 0: its prompt ends at 1 and its batch drains 5 s plus the prompt's 1 s later
+    ttft, away, absorbed, most, _ = mixed(
+        [0.0, 10.0], [6000] * 2, [1.0] * 2, machines=2, drain_s=5.0, end_s=20.0
+    )
+    np.testing.assert_allclose(ttft, [1.0, 1.0])
+    assert most == 1  # back in the token pool at 6, borrowed again at 10
+    assert absorbed == np.inf
+    assert away == pytest.approx((6.0 + 6.0) / 20.0)  # away over [0, 6] and [10, 16]
+
+
+def test_every_machine_borrowed_absorbs_the_token_pool() -> None:
+    t, p, s = [0.0, 0.1, 0.2, 5.0], [6000] * 4, [1.0] * 4
+    ttft, away, absorbed, most, replayed = mixed(t, p, s, machines=2, drain_s=50.0)
+    assert absorbed == pytest.approx(0.1)  # the second prompt borrows the last token machine
+    assert most == 2
+    assert ttft[2] == pytest.approx(1.0 - 0.2 + 1.0)  # no machine left: it queues behind the first
+    assert away == pytest.approx((0.1 + 0.0) / 0.1)  # one machine away over [0, 0.1]
+    # until_absorbed: the replay stops at the absorption (the caller takes the rest elsewhere)
+    *_, stopped = mixed(t, p, s, machines=2, drain_s=50.0, until_absorbed=True)
+    assert stopped == 2
+    assert replayed == len(t)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_replay_that_never_borrows_every_machine_is_the_same_with_more(seed: int) -> None:
+    """What lets points with more token machines share one replay (`_SplitContext._mixed_pool`)."""
+    rng = np.random.default_rng(seed)
+    n = 400
+    t = np.sort(rng.uniform(0.0, 100.0, n))
+    p = rng.integers(200, 8000, n).astype(np.float64)
+    s = p / 8000.0 * 1.2
+    ttft, away, absorbed, most, _ = mixed(t, p, s, machines=256, drain_s=4.0)
+    assert most < 256
+    assert absorbed == np.inf
+    for machines in (most + 1, most + 7):
+        got = mixed(t, p, s, machines=machines, drain_s=4.0)
+        np.testing.assert_array_equal(got[0], ttft)
+        assert got[1:4] == (away, absorbed, most)
+    # with as many machines as it borrowed at once, the pool is absorbed
+    assert mixed(t, p, s, machines=most, drain_s=4.0)[2] < np.inf

@@ -916,10 +916,12 @@ class _SplitContext:
         s = self.s
         pair = inv[at]
         scale = s.base_rate_rps / lam[at]
-        n_over = np.array([len(pools[u].over_all) for u in pair], dtype=np.float64)
-        svc = [self.mix_solo_all[pools[u].over_all] for u in pair]
-        mean_s = np.array([float(v.mean()) for v in svc])
-        resid_s = np.array([float(np.mean(v * v)) for v in svc]) / (2.0 * mean_s)
+        # per prompt pool (a row of a grid shares one): its overflowed prompts' service moments
+        pools_at, which = np.unique(pair, return_inverse=True)
+        svc = [self.mix_solo_all[pools[u].over_all] for u in pools_at]
+        n_over = np.array([len(v) for v in svc], dtype=np.float64)[which]
+        mean_s = np.array([float(v.mean()) for v in svc])[which]
+        resid_s = (np.array([float(np.mean(v * v)) for v in svc])[which]) / (2.0 * mean_s)
         rate = n_over / (s.duration_s * scale) / T[at]  # overflowed prompts per second per machine
         busy = np.minimum(rate * mean_s, _BUSY_MAX)
         # the decode batch when the machines share decodes and prompts: N·(1 − busy)/τ(N) = demand/T
@@ -977,8 +979,10 @@ class _SplitContext:
         q_s = np.empty((n_pct, len(inv)))
         row = np.full(len(inv), -1)
         row[spill] = np.arange(len(spill))
+        order = np.argsort(inv, kind="stable")  # the points of each prompt pool, in one pass
+        bounds = np.searchsorted(inv[order], np.arange(len(pools) + 1))
         for u, pool in enumerate(pools):
-            at = np.flatnonzero(inv == u)
+            at = order[bounds[u] : bounds[u + 1]]
             if len(pool.quiet):
                 q_sd[:, at] = pool.quiet[:n_pct, None]
                 q_s[:, at] = pool.quiet[n_pct:, None]

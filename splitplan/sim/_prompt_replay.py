@@ -151,7 +151,9 @@ _QUEUE = 64  # prompts a mixed machine's queue holds at most in `_mixed` (more a
 @nb.njit(cache=True)
 def _mixed(arrival_s, prompt_tokens, service_s, machines, drain_s, full_tokens, end_s, ttft_s, cut):
     """One point's mixed pool (`replay_mixed_pools`); writes each prompt's TTFT into `ttft_s` and
-    returns (the token machines away on average until every one is borrowed, when that happens).
+    returns (the token machines away on average until every one is borrowed, when that happens,
+    the most away at once, the prompts replayed, the borrowings before every machine is away, and
+    their first prompts' iteration time in total).
 
     A mixed machine's pending tokens are its prompts' (and one per decode it still holds, which
     this replay does not follow): the least pending is the one with the fewest prompt tokens
@@ -178,6 +180,8 @@ def _mixed(arrival_s, prompt_tokens, service_s, machines, drain_s, full_tokens, 
     absorbed_at = INF
     most = 0  # machines away at once, at most
     replayed = len(arrival_s)
+    borrowings = 0  # token machines borrowed while another is left …
+    first_s = 0.0  # … and the time of the prompt each one was borrowed for
     for i in range(len(arrival_s)):
         if cut and absorbed_at < INF:
             replayed = i  # (the caller takes the rest's TTFTs from elsewhere)
@@ -212,6 +216,9 @@ def _mixed(arrival_s, prompt_tokens, service_s, machines, drain_s, full_tokens, 
             most = max(most, machines - n_spare)
             if n_spare == 0:
                 absorbed_at = t  # no token machine left: new decodes go to the mixed ones
+            else:
+                borrowings += 1
+                first_s += service_s[i]
         start = max(t, last_end[best])
         end = start + service_s[i]
         ttft_s[i] = end - t
@@ -232,7 +239,7 @@ def _mixed(arrival_s, prompt_tokens, service_s, machines, drain_s, full_tokens, 
     for m in range(machines):
         if pend_v[size + m] < INF:  # still borrowed
             away_s += max(min(max(drain_end[m], last_end[m]), stop) - since[m], 0.0)
-    return away_s / max(stop, 1e-300), absorbed_at, most, replayed
+    return away_s / max(stop, 1e-300), absorbed_at, most, replayed, borrowings, first_s
 
 
 @nb.njit(cache=True)
@@ -258,9 +265,11 @@ def _mixed_points(
     absorbed_at = np.empty(n)
     most = np.empty(n, np.int64)
     replayed = np.empty(n, np.int64)
+    borrowings = np.empty(n, np.int64)
+    first_s = np.empty(n)
     for k in range(n):
         a, b = first[pair[k]], first[pair[k] + 1]
-        away[k], absorbed_at[k], most[k], replayed[k] = _mixed(
+        away[k], absorbed_at[k], most[k], replayed[k], borrowings[k], first_s[k] = _mixed(
             arrival_s[a:b] * scale[k],
             prompt_tokens[a:b],
             service_s[a:b],
@@ -271,7 +280,7 @@ def _mixed_points(
             ttft_s[offsets[k] : offsets[k + 1]],
             cut,
         )
-    return ttft_s, offsets, away, absorbed_at, most, replayed
+    return ttft_s, offsets, away, absorbed_at, most, replayed, borrowings, first_s
 
 
 def replay_mixed_pools(
@@ -287,7 +296,7 @@ def replay_mixed_pools(
     full_tokens: float,
     *,
     until_absorbed: bool = False,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The prompts a split design's prompt pool overflowed, replayed on the mixed pool the DES
     borrows token machines into, at many points at once.
 
@@ -307,8 +316,11 @@ def replay_mixed_pools(
     token pool once idle: its prompts done and its batch drained, drain_s[k] after it was borrowed
     plus the prompt time it ran. Once every token machine is borrowed, new decodes go to the mixed
     machines, which then never fall idle: the pool stays mixed to the trace's end (end_s[k]).
-    With `until_absorbed` a replay stops there; the last array returned says how many prompts
-    each point replayed (the TTFTs of the others are left unset).
+    With `until_absorbed` a replay stops there; the sixth array returned says how many prompts
+    each point replayed (the TTFTs of the others are left unset). The last two give, per point,
+    how many times a token machine was borrowed while another was left, and the iteration time of
+    the prompts each was borrowed for, in total: the decodes a borrowed machine holds wait that
+    prompt out (`analytic._SplitContext._borrowed_stalls`).
     """
     return _mixed_points(
         np.ascontiguousarray(pair, dtype=np.int64),

@@ -11,8 +11,8 @@ and score the evaluator on the whole validation set.
 The targets of the issue that asked for this set are all-nine verdict agreement ≥ 97 % of the
 points and, on each case, the frontier within one machine on ≥ 95 % of its rows. Since the
 evaluator replays the prompt and mixed pools (splitplan.sim._prompt_replay) it agrees with the
-held-out DES on 97.4 % of the frontier-dense points (99.1 % of the uniform slice) and 97.9 % of
-all rows are within one machine, but 91.9 % of the cases have 95 % of theirs (docs/background.md
+held-out DES on 97.4 % of the frontier-dense points (99.1 % of the uniform slice) and 98.2 % of
+all rows are within one machine, but 92.9 % of the cases have 95 % of theirs (docs/background.md
 says where it misses), so the tests hold the measured figures as floors, a little below them.
 The floors are regression guards: a refit or a change of the queue model that loses held-out
 accuracy fails here, and the floors are raised as the model improves.
@@ -40,7 +40,7 @@ TARGET_AGREEMENT, TARGET_FRONTIER = 0.97, 0.95  # the goal (verdicts reached; ev
 # regression guards just under the measured held-out figures
 MIN_HELD_OUT_AGREEMENT = 0.97  # measured 0.974 (frontier-dense points)
 MIN_HELD_OUT_UNIFORM_AGREEMENT = 0.986  # measured 0.991 (uniform slice)
-MIN_HELD_OUT_FRONTIER = 0.974  # measured 0.979
+MIN_HELD_OUT_FRONTIER = 0.978  # measured 0.982
 LIVE_SLICE = 12  # validation points re-simulated live to detect a stale set
 
 
@@ -252,14 +252,11 @@ def test_a_baseline_decode_meets_no_prompts_after_the_trace_ends() -> None:
     assert got.slowdown["tbt_p50"][0] == pytest.approx(des.slowdown["tbt_p50"], rel=0.12)
 
 
-def test_a_rare_overflow_keeps_token_machines_away_for_a_residual_drain() -> None:
-    """A validation case (Qwen2.5-72B, B200 prompt and A100 token machines, the reference coding
-    trace) where 0.2 % of the requests overflow at 7 prompt machines. A borrowed token machine
-    stays away until what is left of its batch's longest decode has run, a heavy-tailed rest: at
-    5 token machines every one of five DES realizations fails TBT P50. With the drain as the
-    decode lengths' own N/(N + 1) quantile the evaluator kept too few machines away and passed
-    the point; 7 token machines pass in both."""
-    case = _held_out_case(
+def _qwen_on_b200_and_a100_coding() -> cal.Case:
+    """The validation case of Qwen2.5-72B on fp8 B200 prompt and A100 token machines, the
+    reference coding trace at 81 req/s: its prompt pool overflows rarely at 7 prompt machines and
+    a fifth of its prompts at 3."""
+    return _held_out_case(
         "custom",
         "qwen2.5-72b",
         "reference/splitwise-sim/traces/rr_code_70_2min.csv",
@@ -269,6 +266,16 @@ def test_a_rare_overflow_keeps_token_machines_away_for_a_residual_drain() -> Non
         token_node="dgx-a100",
         prompt_precision="fp8",
     )
+
+
+def test_a_rare_overflow_keeps_token_machines_away_for_a_residual_drain() -> None:
+    """A validation case (Qwen2.5-72B, B200 prompt and A100 token machines, the reference coding
+    trace) where 0.2 % of the requests overflow at 7 prompt machines. A borrowed token machine
+    stays away until what is left of its batch's longest decode has run, a heavy-tailed rest: at
+    5 token machines every one of five DES realizations fails TBT P50. With the drain as the
+    decode lengths' own N/(N + 1) quantile the evaluator kept too few machines away and passed
+    the point; 7 token machines pass in both."""
+    case = _qwen_on_b200_and_a100_coding()
     short, des_short = _evaluator_and_des(case, 7, 5)
     enough, des_enough = _evaluator_and_des(case, 7, 7)
     assert not des_short.verdict.meets
@@ -305,3 +312,18 @@ def test_borrowed_token_machines_keep_decoding_the_batch_they_hold() -> None:
     assert got.utilization_token[0] < 0.8
     for q in ("tbt_p50", "tbt_p90"):
         assert got.slowdown[q][0] == pytest.approx(des.slowdown[q], rel=0.1)
+
+
+def test_decodes_on_a_borrowed_token_machine_wait_out_its_prompt() -> None:
+    """A validation case (Qwen2.5-72B, B200 prompt and A100 token machines, the reference coding
+    trace) whose 3 prompt machines overflow a fifth of the prompts: the mixed pool borrows token
+    machines 77 times in the replay (the DES moves 69), and the decodes a borrowed machine holds
+    wait out the prompt it was borrowed for. At 26 token machines the DES fails on TBT P90 (1.51)
+    with a P99 of 4.38; with no decode on a borrowed machine the evaluator read a P99 of 1.1 and
+    passed the point; `_SplitContext._borrowed_stalls` puts it at 4.15."""
+    case = _qwen_on_b200_and_a100_coding()
+    got, des = _evaluator_and_des(case, 3, 26)
+    assert not des.meets_slo
+    assert not got.meets_slo[0]
+    for q in ("tbt_p90", "tbt_p99", "e2e_p90"):
+        assert got.slowdown[q][0] == pytest.approx(des.slowdown[q], rel=0.15), q

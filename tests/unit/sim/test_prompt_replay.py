@@ -16,7 +16,7 @@ CAP = 8192.0  # pending-token cap of a machine with a queue
 def mixed(t, p, s, machines, drain_s, end_s=100.0, **kw):
     """One point: the prompts (arrival t, tokens p, service s) on `machines` token machines."""
     t, p, s = (np.asarray(x, dtype=np.float64) for x in (t, p, s))
-    ttft, off, away, absorbed, most, replayed = replay_mixed_pools(
+    ttft, off, away, absorbed, most, replayed, borrowings, first_s = replay_mixed_pools(
         np.array([0]),
         np.array([1.0]),
         np.array([machines]),
@@ -29,41 +29,60 @@ def mixed(t, p, s, machines, drain_s, end_s=100.0, **kw):
         CAP,
         **kw,
     )
-    return ttft[off[0] : off[1]], float(away[0]), float(absorbed[0]), int(most[0]), int(replayed[0])
+    return (
+        ttft[off[0] : off[1]],
+        float(away[0]),
+        float(absorbed[0]),
+        int(most[0]),
+        int(replayed[0]),
+        int(borrowings[0]),
+        float(first_s[0]),
+    )
 
 
 def test_small_prompts_queue_on_the_borrowed_machine_big_ones_borrow_another() -> None:
     # four 1,000-token prompts while the first runs: they fit under the cap, so they queue FCFS
-    ttft, _, absorbed, most, _ = mixed([0, 0.1, 0.2, 0.3], [1000] * 4, [1.0] * 4, machines=5, drain_s=2.0)
+    ttft, _, absorbed, most, _, borrowings, first_s = mixed(
+        [0, 0.1, 0.2, 0.3], [1000] * 4, [1.0, 2.0, 2.0, 2.0], machines=5, drain_s=2.0
+    )
     assert most == 1
-    np.testing.assert_allclose(ttft, [1.0, 1.9, 2.8, 3.7])
+    np.testing.assert_allclose(ttft, [1.0, 2.9, 4.8, 6.7])
     assert absorbed == np.inf
+    # one borrowing, for the first prompt: its decodes wait that one out
+    assert (borrowings, first_s) == (1, 1.0)
     # 6,000-token prompts: a second one would pass the cap behind the first, so each borrows
-    ttft, _, _, most, _ = mixed([0, 0.1, 0.2], [6000] * 3, [1.0] * 3, machines=5, drain_s=2.0)
+    ttft, _, _, most, _, borrowings, first_s = mixed(
+        [0, 0.1, 0.2], [6000] * 3, [1.0, 1.5, 2.0], machines=5, drain_s=2.0
+    )
     assert most == 3
-    np.testing.assert_allclose(ttft, [1.0, 1.0, 1.0])
+    np.testing.assert_allclose(ttft, [1.0, 1.5, 2.0])
+    assert (borrowings, first_s) == (3, pytest.approx(4.5))
 
 
 def test_a_borrowed_machine_returns_once_drained_and_idle() -> None:
     # borrowed at 0: its prompt ends at 1 and its batch drains 5 s plus the prompt's 1 s later
-    ttft, away, absorbed, most, _ = mixed(
+    ttft, away, absorbed, most, _, borrowings, _ = mixed(
         [0.0, 10.0], [6000] * 2, [1.0] * 2, machines=2, drain_s=5.0, end_s=20.0
     )
     np.testing.assert_allclose(ttft, [1.0, 1.0])
     assert most == 1  # back in the token pool at 6, borrowed again at 10
+    assert borrowings == 2
     assert absorbed == np.inf
     assert away == pytest.approx((6.0 + 6.0) / 20.0)  # away over [0, 6] and [10, 16]
 
 
 def test_every_machine_borrowed_absorbs_the_token_pool() -> None:
     t, p, s = [0.0, 0.1, 0.2, 5.0], [6000] * 4, [1.0] * 4
-    ttft, away, absorbed, most, replayed = mixed(t, p, s, machines=2, drain_s=50.0)
+    ttft, away, absorbed, most, replayed, borrowings, first_s = mixed(t, p, s, machines=2, drain_s=50.0)
     assert absorbed == pytest.approx(0.1)  # the second prompt borrows the last token machine
+    # the borrowing that takes the last machine is not counted: from then on decodes run on the
+    # mixed machines (`_all_mixed`), not on a machine that was taken from them
+    assert (borrowings, first_s) == (1, 1.0)
     assert most == 2
     assert ttft[2] == pytest.approx(1.0 - 0.2 + 1.0)  # no machine left: it queues behind the first
     assert away == pytest.approx((0.1 + 0.0) / 0.1)  # one machine away over [0, 0.1]
     # until_absorbed: the replay stops at the absorption (the caller takes the rest elsewhere)
-    *_, stopped = mixed(t, p, s, machines=2, drain_s=50.0, until_absorbed=True)
+    stopped = mixed(t, p, s, machines=2, drain_s=50.0, until_absorbed=True)[4]
     assert stopped == 2
     assert replayed == len(t)
 
@@ -76,12 +95,13 @@ def test_a_replay_that_never_borrows_every_machine_is_the_same_with_more(seed: i
     t = np.sort(rng.uniform(0.0, 100.0, n))
     p = rng.integers(200, 8000, n).astype(np.float64)
     s = p / 8000.0 * 1.2
-    ttft, away, absorbed, most, _ = mixed(t, p, s, machines=256, drain_s=4.0)
+    ttft, away, absorbed, most, _, borrowings, first_s = mixed(t, p, s, machines=256, drain_s=4.0)
     assert most < 256
     assert absorbed == np.inf
     for machines in (most + 1, most + 7):
         got = mixed(t, p, s, machines=machines, drain_s=4.0)
         np.testing.assert_array_equal(got[0], ttft)
         assert got[1:4] == (away, absorbed, most)
+        assert got[5:] == (borrowings, first_s)
     # with as many machines as it borrowed at once, the pool is absorbed
     assert mixed(t, p, s, machines=most, drain_s=4.0)[2] < np.inf

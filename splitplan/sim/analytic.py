@@ -955,9 +955,9 @@ class _SplitContext:
         rate = least * borrowings / np.maximum(stop * taking, 1e-12)
         t0 = s.t_s[None, :] * scale[:, None]
         phase = np.minimum(decode[at], np.maximum(stop[:, None] - t0, 0.0))
-        k = _poisson_quantile(
-            rate[:, None] * phase, self.catch_z[None, :], s.u[None, :], self.dec[None, :] + 1.0
-        )
+        # at most one borrowing per decode iteration: a request of one output token has no decode
+        # to stall (its token comes with its prompt)
+        k = _poisson_quantile(rate[:, None] * phase, self.catch_z[None, :], s.u[None, :], self.dec[None, :])
         decode[at] += k * (first_s / np.maximum(borrowings, 1.0))[:, None]
 
     def _all_mixed(

@@ -364,14 +364,35 @@ def test_baseline_decodes_left_out_of_a_prompt_iteration_slow_their_tokens() -> 
     assert np.all(capped.slowdown["tbt_p90"] > roomy.slowdown["tbt_p90"])
 
 
-def test_resident_ramp_follows_littles_law_through_fill_and_drain() -> None:
+def _constant_clock_tables(dec_sorted: np.ndarray, tau_s: float = 1.0) -> analytic._MarchTables:
+    """A machine whose iteration takes tau_s whatever its batch, without prompts."""
+    grid = np.array([0.0, 1e9])
+    none = np.zeros(2)
+    return analytic._MarchTables(grid, np.full(2, tau_s), none, none, analytic._DecodeLengths.of(dec_sorted))
+
+
+def test_resident_time_is_the_mean_of_each_decode_cut_at_the_age() -> None:
+    # G(x) = E[min(dec, x)], at whole and fractional ages and beyond the longest decode
+    dec = np.sort(np.floor(np.random.default_rng(5).exponential(30.0, 500)))
+    lengths = analytic._DecodeLengths.of(dec)
+    ages = np.array([0.0, 0.5, 1.0, 7.25, 30.0, 99.9, dec[-1], dec[-1] + 50.0])
+    want = np.minimum(dec[None, :], ages[:, None]).mean(axis=1)
+    np.testing.assert_allclose(lengths.resident_within(ages), want, rtol=1e-12, atol=1e-12)
+    assert lengths.mean == pytest.approx(dec.mean(), rel=1e-12)
+
+
+@pytest.mark.parametrize("steps", [5, 50])
+def test_march_at_a_constant_clock_follows_littles_law_through_fill_and_drain(steps: int) -> None:
     # fluid arrivals at rate 1 per iteration over [0, span], each resident for `dec` iterations:
-    # the batch at x is ∫ 1{a ≤ x < a + dec} da averaged over the decode lengths; the steady
-    # batch is E[dec]
+    # the batch at x is ∫ 1{a ≤ x < a + dec} da averaged over the decode lengths, whatever the
+    # march's step (a step's arrivals are spread over it exactly, not read at its midpoint)
     rng = np.random.default_rng(3)
-    dec = np.floor(rng.exponential(40.0, 400))
-    ramp = analytic._ResidentRamp.of(dec)
+    dec = np.sort(np.floor(rng.exponential(40.0, 400)))
     span = 500.0
+    tables = _constant_clock_tables(dec)
+    march = analytic._marched_batch(
+        tables, np.full(steps, span / steps), np.array([span]), np.ones(1), np.array([np.inf]), 8
+    )
     a = np.linspace(0.0, span, 20_001)
     da = a[1] - a[0]
 
@@ -379,19 +400,34 @@ def test_resident_ramp_follows_littles_law_through_fill_and_drain() -> None:
         inside = (a[None, :] <= x) & (a[None, :] + dec[:, None] > x)
         return float(inside.sum(axis=1).mean() * da)
 
-    xs = np.array([0.0, 5.0, 30.0, 120.0, 300.0, 499.0, 520.0, 600.0, 2000.0])
-    want = np.array([batch(x) for x in xs]) / dec.mean()
-    np.testing.assert_allclose(ramp.at(xs, np.full(len(xs), span)), want, atol=2e-3)
-    assert ramp.at(np.array([0.0]), np.array([span]))[0] == 0.0  # empty at the start
-    assert ramp.at(np.array([300.0]), np.array([span]))[0] > 0.99  # steady in the middle
-    assert ramp.at(np.array([span + dec.max() + 1]), np.array([span]))[0] == 0.0  # drained
-    # the mean over a decode phase is the mean of `at` over its iterations
-    # (a phase under one iteration counts as one)
-    for x, d in ((0.0, 80.0), (20.0, 5.0), (450.0, 200.0), (100.0, 0.0)):
-        u = np.linspace(x, x + max(d, 1.0), 4001)
-        direct = ramp.at(u, np.full(len(u), span)).mean()
-        got = ramp.over(np.array([x]), np.array([d]), np.array([span]))[0]
-        assert got == pytest.approx(direct, abs=2e-3)
+    np.testing.assert_allclose(march.clock[0], march.t_s[0], rtol=1e-12)  # one iteration a second
+    want = np.array([batch(x) for x in march.t_s[0]])
+    np.testing.assert_allclose(march.batch[0], want, atol=0.1)
+    assert march.batch[0, 0] == 0.0  # empty at the start
+    assert march.batch[0, -1] == pytest.approx(0.0, abs=1e-9)  # drained by the end
+    if steps == 50:
+        assert march.batch[0, 30] == pytest.approx(dec.mean(), rel=0.01)  # steady in the middle
+    # the area under the batch is every decode's iterations, span × E[dec] (trapezoids over
+    # the march's nodes: close once its steps are short against the decodes)
+    assert march.area[0, -1] == pytest.approx(span * dec.mean(), rel=0.05 if steps == 5 else 3e-3)
+
+
+def test_a_baseline_march_over_a_long_trace_reaches_the_steady_fixed_point() -> None:
+    # an hour of the conversation preset: the march's batch over the trace's middle half is the
+    # steady batch of the fixed point (`_solve_mixed`), the same rule without the trace's ends
+    # (step by step it follows the trace's own arrivals, a few per cent either way)
+    wl = make_workload("conversation", rate_rps=70, duration_s=3600, seed=0)
+    sc = Scenario(workload=wl, model=get_model("llama2-70b"))
+    design = get_design("baseline-h100")
+    analytic._SCENARIOS.entries.clear()
+    n = np.array([20, 30, 45])
+    got = evaluate_grid(design, n, np.zeros_like(n), sc)
+    ((_, _, contexts),) = analytic._SCENARIOS.entries
+    (ctx,) = contexts.values()
+    march = ctx._march(n.astype(np.float64), np.ones(len(n)))
+    quarter = analytic._TRACE_STEPS // 4
+    middle = march.batch[:, quarter : 3 * quarter].mean(axis=1)
+    np.testing.assert_allclose(middle, got.decode_batch, rtol=0.015)
 
 
 def _fill_case(steps: int | None = None):
@@ -403,10 +439,13 @@ def _fill_case(steps: int | None = None):
     tau = 0.027 + 0.00034 * np.maximum(grid, 1.0)
     t_s = np.linspace(0.0, 60.0, 301)
     dec = np.floor(rng.exponential(200.0, len(t_s)))
+    none = np.zeros(len(grid))
+    tables = analytic._MarchTables(grid, tau, none, none, analytic._DecodeLengths.of(dec_all))
     with pytest.MonkeyPatch.context() as mp:
         if steps is not None:
-            mp.setattr(analytic, "_FILL_STEPS", steps)
-        return analytic._filling_decode(grid, tau, dec_all, t_s, dec, 60.0), grid, tau, t_s, dec
+            mp.setattr(analytic, "_SPLIT_TRACE_STEPS", steps)
+            mp.setattr(analytic, "_SPLIT_DRAIN_STEPS", steps // 4)
+        return analytic._filling_decode(tables, t_s, dec, 60.0), grid, tau, t_s, dec
 
 
 def test_filling_decode_on_a_constant_clock_is_the_steady_decode() -> None:
@@ -416,7 +455,11 @@ def test_filling_decode_on_a_constant_clock_is_the_steady_decode() -> None:
     grid = np.linspace(0.0, 64.0, 9)
     t_s = np.linspace(0.0, 30.0, 50)
     dec = np.floor(rng.exponential(50.0, 50))
-    got = analytic._filling_decode(grid, np.full(len(grid), 0.02), dec_all, t_s, dec, 30.0)
+    none = np.zeros(len(grid))
+    tables = analytic._MarchTables(
+        grid, np.full(len(grid), 0.02), none, none, analytic._DecodeLengths.of(dec_all)
+    )
+    got = analytic._filling_decode(tables, t_s, dec, 30.0)
     np.testing.assert_allclose(got, np.broadcast_to(0.02 * dec, got.shape), rtol=1e-9, atol=1e-12)
 
 
@@ -429,9 +472,18 @@ def test_filling_decode_fills_slower_than_the_steady_clock_near_saturation() -> 
     ratio = got[near] / np.maximum(steady[near], 1e-12)
     assert np.median(ratio[early]) < 0.75  # the first tenth decodes in a nearly empty batch
     assert 0.85 < np.median(ratio[late]) < 0.995  # still filling two-thirds into the trace
-    # the steady-clock ramp (the evaluator before) had nearly filled by then
-    ramp = analytic._ResidentRamp.of(np.floor(np.random.default_rng(11).exponential(200.0, 3000)))
-    share = ramp.at(np.array([42.0 / tau[near]]), np.array([60.0 / tau[near]]))[0]
+    # the fill at the steady clock (the evaluator before) had nearly filled by then
+    dec_all = np.sort(np.floor(np.random.default_rng(11).exponential(200.0, 3000)))
+    lam = grid[near] / (tau[near] * dec_all.mean())
+    steady_clock = analytic._marched_batch(
+        _constant_clock_tables(dec_all, float(tau[near])),
+        np.full(200, 60.0 / 200),
+        np.array([60.0]),
+        np.array([lam]),
+        np.array([grid[near]]),
+        16,
+    )
+    share = np.interp(42.0, steady_clock.t_s[0], steady_clock.batch[0]) / grid[near]
     assert share > np.median(ratio[late]) + 0.04
 
 
@@ -439,6 +491,47 @@ def test_filling_decode_has_converged_in_its_time_steps() -> None:
     coarse = _fill_case()[0]
     fine = _fill_case(steps=2048)[0]
     np.testing.assert_allclose(coarse, fine, rtol=0.02, atol=1e-3)
+
+
+@pytest.mark.parametrize(("design_name", "token"), [("splitwise-hh", 15), ("baseline-h100", 0)])
+@pytest.mark.parametrize("preset", ["coding", "conversation"])
+def test_a_longer_trace_meets_a_batch_no_emptier(design_name: str, token: int, preset: str) -> None:
+    # the same rate over an hour rather than two minutes: the batch fills for longer, so the
+    # requests' TBT can only grow. With each march step's arrivals read at the step's midpoint
+    # survival, a step of 17 s held almost none of the decodes shorter than it, and Splitwise-HH's
+    # TBT P50 fell to 0.89× (conversation) and 0.95× (coding) of the two-minute value.
+    machines = {"splitwise-hh": 30, "baseline-h100": 40}[design_name]
+    tbt = {}
+    for duration_s in (120.0, 3600.0):
+        sc = Scenario(
+            workload=make_workload(preset, rate_rps=70, duration_s=duration_s, seed=0),
+            model=get_model("llama2-70b"),
+        )
+        got = evaluate_grid(get_design(design_name), [machines], [token], sc)
+        assert got.stable[0]
+        tbt[duration_s] = float(got.slowdown["tbt_p50"][0])
+    assert tbt[3600.0] >= 0.985 * tbt[120.0]
+
+
+@pytest.mark.parametrize(
+    ("design_name", "token"), [("splitwise-hh", 15), ("baseline-h100", 0), ("chunked-h100", 0)]
+)
+@pytest.mark.parametrize("preset", ["coding", "conversation"])
+def test_a_rate_scale_is_the_same_trace_at_that_rate(design_name: str, token: int, preset: str) -> None:
+    # a preset generated at 35 req/s over 40 s and played at twice its rate is the preset at
+    # 70 req/s over 20 s (the same requests, arrivals twice as close): every figure the same. The
+    # trace's own clock at every rate (its fill, drain and backlog) put Splitwise-HH's
+    # conversation TBT P50 at 1.07× and Baseline-H100's at 1.06× of the direct one.
+    model = get_model("llama2-70b")
+    slow = Scenario(workload=make_workload(preset, rate_rps=35, duration_s=40, seed=0), model=model)
+    fast = Scenario(workload=make_workload(preset, rate_rps=70, duration_s=20, seed=0), model=model)
+    machines = {"splitwise-hh": [25, 30], "baseline-h100": [30, 45], "chunked-h100": [25, 40]}[design_name]
+    design = get_design(design_name)
+    scaled = evaluate_grid(design, machines, token, slow, 2.0)
+    direct = evaluate_grid(design, machines, token, fast)
+    np.testing.assert_allclose(scaled.rate_rps, direct.rate_rps, rtol=1e-12)
+    for key in SLO_KEYS:
+        np.testing.assert_allclose(scaled.slowdown[key], direct.slowdown[key], rtol=1e-6, err_msg=key)
 
 
 def _conversation_scenario(rate_rps: float, duration_s: float, seed: int, scenario_seed: int) -> Scenario:

@@ -27,8 +27,9 @@ percentiles come from per-request latencies just as in the discrete-event simula
   vectorized bisection); memory (KV of prompt + output tokens per resident request) and the batch
   cap bound N. Decode time of a request = KV transfer + a join delay + the time of its o − 1
   iterations in a batch that fills from empty over the finite trace and drains after the last
-  arrival, each iteration as long as the batch it holds (`_filling_decode`: near saturation the
-  batch fills far slower than at the steady iteration time). A baseline machine's batch is
+  arrival, each iteration as long as the batch it holds and the decodes arriving as the trace's
+  requests do (`_filling_decode`: near saturation the batch fills far slower than at the steady
+  iteration time, and a burst holds more than the steady batch for a while). A baseline machine's batch is
   marched the same way per point over the trace's own arrivals, its clock slowed by the prompts
   of the time (`_marched_batch`). The march follows the point's rate: a trace played faster is
   shorter, and fills and drains in its own time.
@@ -642,7 +643,9 @@ class _SplitContext:
         decodes = _DecodeLengths.of(dec_all)
         none = np.zeros(len(self.grid))
         self.march_tables = _MarchTables(self.grid, self.tau_grid, none, none, decodes)
-        arrays = (self.grid, self.tau_grid, self.dec, sample.t_s, dec_all)
+        edges = np.linspace(0.0, sample.duration_s, _SPLIT_TRACE_STEPS + 1)
+        self.arrival_share = np.histogram(sample.t_all, edges)[0] / max(len(sample.t_all), 1)
+        arrays = (self.grid, self.tau_grid, self.dec, sample.t_s, dec_all, self.arrival_share)
         self.ramp_key = (*(a.tobytes() for a in arrays), sample.duration_s)
         # G(x) / E[dec] at the workload's distinct decode lengths (G is linear between them) is the
         # distribution of a resident decode's remaining iterations (`_longest_decode`)
@@ -686,7 +689,9 @@ class _SplitContext:
         table = _RAMP_TABLES.get(key)
         if table is None:
             s = self.s
-            decode = _filling_decode(self.march_tables, s.t_s * scale, self.dec, s.duration_s * scale)
+            decode = _filling_decode(
+                self.march_tables, s.t_s * scale, self.dec, s.duration_s * scale, self.arrival_share
+            )
             table = np.stack([decode[:-1], np.diff(decode, axis=0)])
             _RAMP_TABLES.put(key, table)
         return table
@@ -1595,26 +1600,36 @@ def _drain_offsets_s(first_s: FloatArray, drain_s: FloatArray, steps: int) -> Fl
     return ends * (drain_s / ends[:, -1])[:, None]  # the bisection's last rounding, spread
 
 
-def _filling_decode(tables: _MarchTables, t_s: FloatArray, dec: FloatArray, duration_s: float) -> FloatArray:
+def _filling_decode(
+    tables: _MarchTables, t_s: FloatArray, dec: FloatArray, duration_s: float, arrival_share: FloatArray
+) -> FloatArray:
     """Per steady batch N (the grid's nodes) and sampled request: the time its `dec` decode
     iterations take on a token machine whose batch fills from empty over the finite trace.
 
-    A machine with steady batch N gets decodes at λ = N / (τ(N)·E[dec]) per second (Little's
-    law), evenly over the trace, and its batch is marched (`_marched_batch`, capped at N: the
-    batch never exceeds its steady size, so the clock is never slower). The fill is slower than
-    with the steady iteration time throughout (early iterations are short, so decodes leave
-    sooner): near saturation, where τ(N) is almost proportional to N, the batch of a 60 s trace
-    was still growing at its end in the DES (84, 90, 99, 105 decodes per machine at 0.3–0.9 of
-    the trace against a steady 122), and with the steady clock the evaluator's TBT P50 came out
-    1.05× the DES's at token utilization 0.7–0.85 and 1.14× at 0.85–0.95. A request's decode
-    time is the time from its arrival's clock k(s) to k(s) + dec.
+    A machine with steady batch N gets decodes at λ = N / (τ(N)·E[dec]) per second on average
+    (Little's law), spread over the trace as its own arrivals are (`arrival_share`: the share of
+    them on each of `_SPLIT_TRACE_STEPS` equal steps), and its batch is marched
+    (`_marched_batch`; at most the grid's largest batch, the memory cap: a burst holds more than
+    the steady N for a while). The fill is slower than with the steady iteration time throughout
+    (early iterations are short, so decodes leave sooner): near saturation, where τ(N) is almost
+    proportional to N, the batch of a 60 s trace was still growing at its end in the DES (84, 90,
+    99, 105 decodes per machine at 0.3–0.9 of the trace against a steady 122), and with the
+    steady clock the evaluator's TBT P50 came out 1.05× the DES's at token utilization 0.7–0.85
+    and 1.14× at 0.85–0.95. With the arrivals spread evenly instead of as the trace has them, the
+    held-out split designs over five realizations scored 97.90 % of the verdicts against 98.00 %
+    (training, three more realizations: 97.17 against 97.27 %, rows 97.49 against 97.90 %). A
+    request's decode time is the time from its arrival's clock k(s) to k(s) + dec.
     """
     grid, mean_dec = tables.grid, tables.decodes.mean
     nodes = len(grid)
     lam = grid / (np.maximum(tables.tau_grid, 1e-12) * mean_dec) if mean_dec > 0.0 else np.zeros(nodes)
-    steps = _SPLIT_TRACE_STEPS
     march = _marched_batch(
-        tables, np.full(steps, duration_s / steps), np.full(nodes, duration_s), lam, grid, _SPLIT_DRAIN_STEPS
+        tables,
+        arrival_share * duration_s,
+        np.full(nodes, duration_s),
+        lam,
+        np.full(nodes, grid[-1]),
+        _SPLIT_DRAIN_STEPS,
     )
     arrival = march.on_trace(t_s / max(duration_s, 1e-300))
     done = march.on_clock(arrival.read(march.clock) + dec[None, :])

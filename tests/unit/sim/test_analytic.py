@@ -445,7 +445,13 @@ def _fill_case(steps: int | None = None):
         if steps is not None:
             mp.setattr(analytic, "_SPLIT_TRACE_STEPS", steps)
             mp.setattr(analytic, "_SPLIT_DRAIN_STEPS", steps // 4)
-        return analytic._filling_decode(tables, t_s, dec, 60.0), grid, tau, t_s, dec
+        even = _even_arrivals()
+        return analytic._filling_decode(tables, t_s, dec, 60.0, even), grid, tau, t_s, dec
+
+
+def _even_arrivals() -> np.ndarray:
+    """A trace's arrivals spread evenly over the split token pool's march steps."""
+    return np.full(analytic._SPLIT_TRACE_STEPS, 1.0 / analytic._SPLIT_TRACE_STEPS)
 
 
 def test_filling_decode_on_a_constant_clock_is_the_steady_decode() -> None:
@@ -459,7 +465,7 @@ def test_filling_decode_on_a_constant_clock_is_the_steady_decode() -> None:
     tables = analytic._MarchTables(
         grid, np.full(len(grid), 0.02), none, none, analytic._DecodeLengths.of(dec_all)
     )
-    got = analytic._filling_decode(tables, t_s, dec, 30.0)
+    got = analytic._filling_decode(tables, t_s, dec, 30.0, _even_arrivals())
     np.testing.assert_allclose(got, np.broadcast_to(0.02 * dec, got.shape), rtol=1e-9, atol=1e-12)
 
 
@@ -485,6 +491,28 @@ def test_filling_decode_fills_slower_than_the_steady_clock_near_saturation() -> 
     )
     share = np.interp(42.0, steady_clock.t_s[0], steady_clock.batch[0]) / grid[near]
     assert share > np.median(ratio[late]) + 0.04
+
+
+def test_filling_decode_follows_a_burst_of_arrivals() -> None:
+    # the same mean rate, but the trace's first half brings three quarters of its requests: the
+    # batch then holds more than the steady N (its iterations are longer) and the second half's
+    # fewer; an even spread would give both halves the same decode times
+    rng = np.random.default_rng(11)
+    dec_all = np.sort(np.floor(rng.exponential(40.0, 3000)))
+    grid = np.linspace(0.0, 1.0, 40) ** 2 * 400.0
+    tau = 0.027 + 0.00034 * np.maximum(grid, 1.0)
+    none = np.zeros(len(grid))
+    tables = analytic._MarchTables(grid, tau, none, none, analytic._DecodeLengths.of(dec_all))
+    steps = analytic._SPLIT_TRACE_STEPS
+    bursty = np.where(np.arange(steps) < steps // 2, 1.5, 0.5) / steps
+    t_s = np.array([20.0, 25.0, 50.0, 55.0])  # two requests in each half, well past the fill
+    dec = np.full(len(t_s), 40.0)
+    even = analytic._filling_decode(tables, t_s, dec, 60.0, _even_arrivals())
+    burst = analytic._filling_decode(tables, t_s, dec, 60.0, bursty)
+    near = int(np.searchsorted(grid, 120.0))
+    np.testing.assert_allclose(even[near, :2], even[near, 2:], rtol=0.02)
+    assert np.all(burst[near, :2] > 1.1 * even[near, :2])  # the burst: a batch above the steady one
+    assert np.all(burst[near, 2:] < 0.9 * even[near, 2:])  # after it: below
 
 
 def test_filling_decode_has_converged_in_its_time_steps() -> None:

@@ -735,3 +735,25 @@ def test_the_kept_contexts_of_a_scenario_are_bounded_oldest_first() -> None:
     assert sorted(contexts.values()) == ["splitwise-aa", "splitwise-ha"]
     assert built == ["splitwise-hh", "splitwise-ha", "splitwise-aa"]  # the kept one was not rebuilt
     assert cache.sample(sc, None) is sample
+
+
+def test_a_split_token_pool_between_lattice_rates_reads_its_tables_within_a_fraction_of_a_percent() -> None:
+    # a throughput search bisects every split's rate on its own: the token pool's march tables
+    # are kept on a lattice of rate scales and read between them; there they stay within 0.4 % of
+    # the table marched at the scale itself, and on the lattice they are that table
+    sc = Scenario(
+        workload=make_workload("coding", rate_rps=70, duration_s=30, seed=0), model=get_model("llama2-70b")
+    )
+    analytic._SCENARIOS.entries.clear()
+    evaluate_grid(get_design("splitwise-hh"), [20], [10], sc)
+    ((_, _, contexts),) = analytic._SCENARIOS.entries
+    (ctx,) = contexts.values()
+    nbat = np.array([3.0, 12.5, 40.0])
+    for scale in (1.0, 2.0, 0.5, 1.013, 1.37, 0.61):
+        got = ctx._decode_phase(nbat, np.full(len(nbat), scale))
+        ramp_decode, ramp_step = ctx._ramp_table(scale)
+        j, w = analytic._grid_position(ctx.grid, nbat)
+        exact = ramp_decode[j] + w[:, None] * ramp_step[j]
+        on_lattice = math.log2(scale) * analytic._SCALE_STEPS
+        rtol = 1e-12 if abs(on_lattice - round(on_lattice)) < 1e-9 else 4e-3
+        np.testing.assert_allclose(got, exact, rtol=rtol, atol=1e-9, err_msg=str(scale))

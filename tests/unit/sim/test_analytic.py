@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from splitplan.catalog import get_model
@@ -757,3 +757,40 @@ def test_a_split_token_pool_between_lattice_rates_reads_its_tables_within_a_frac
         on_lattice = math.log2(scale) * analytic._SCALE_STEPS
         rtol = 1e-12 if abs(on_lattice - round(on_lattice)) < 1e-9 else 4e-3
         np.testing.assert_allclose(got, exact, rtol=rtol, atol=1e-9, err_msg=str(scale))
+
+
+@given(
+    mean_dec=st.floats(1.0, 300.0),
+    rate=st.floats(0.05, 20.0),
+    trace_s=st.floats(5.0, 600.0),
+    tau_slope=st.floats(0.0, 0.002),
+    burst=st.floats(0.0, 0.9),
+)
+@settings(max_examples=60, deadline=None)
+def test_a_march_serves_every_decode_and_holds_no_more_than_its_cap(
+    mean_dec: float, rate: float, trace_s: float, tau_slope: float, burst: float
+) -> None:
+    """Whatever the decodes, the arrivals' shape and the clock: the march's batch stays within
+    [0, cap], its clock only runs forward, and by the drain's end every decode has had all its
+    iterations (the area under the batch is the arrivals × E[dec], up to the trapezoids, where
+    the machine has a steady batch: λ·E[dec]·dτ/dN < 1; past it the batch grows without bound
+    and the evaluator reports the point unstable)."""
+    assume(rate * mean_dec * tau_slope < 0.8)
+    rng = np.random.default_rng(int(mean_dec * 1000) % 9973)
+    dec = np.sort(np.floor(rng.exponential(mean_dec, 400)))
+    grid = np.linspace(0.0, 1.0, 32) ** 2 * 2000.0
+    none = np.zeros(len(grid))
+    tables = analytic._MarchTables(grid, 0.02 + tau_slope * grid, none, none, analytic._DecodeLengths.of(dec))
+    steps = 64
+    shape = np.where(np.arange(steps) < steps // 4, 1.0 + 3.0 * burst, 1.0 - burst)
+    arrivals = shape / shape.sum() * rate * trace_s  # arrivals per step, `rate` per second on average
+    cap = np.array([grid[-1]])
+    march = analytic._marched_batch(tables, arrivals, np.array([trace_s]), np.ones(1), cap, 32)
+    assert np.all(march.batch >= 0.0)
+    assert np.all(march.batch <= cap[0] + 1e-9)
+    assert np.all(np.diff(march.clock[0]) > 0.0)
+    assert np.all(np.diff(march.t_s[0]) > 0.0)
+    work = arrivals.sum() * dec.mean()
+    assert march.batch[0, -1] <= 1e-6 * max(work, 1.0) + 1e-9  # drained
+    if np.max(march.batch) < cap[0] * 0.999:  # no decode held back by the cap
+        assert march.area[0, -1] == pytest.approx(work, rel=0.06, abs=1.0)

@@ -59,6 +59,7 @@ import itertools
 import math
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -603,7 +604,19 @@ def simulate_analytic(
 # Splitwise: prompt pool → KV transfer → token pool
 
 
-class _SplitContext:
+class _Chunkwise(ABC):
+    """A context whose points are evaluated chunk by chunk with nothing shared across a block
+    (`evaluate_grid` asks each context for a block's evaluation: `prepared`)."""
+
+    @abstractmethod
+    def evaluate(self, pm: IntArray, tm: IntArray, lam: FloatArray) -> tuple: ...
+
+    def prepared(self, pm: IntArray, tm: IntArray, lam: FloatArray) -> Callable[[slice], tuple]:
+        """The evaluation of a block of points, chunk by chunk (rows of the block)."""
+        return lambda rows: self.evaluate(pm[rows], tm[rows], lam[rows])
+
+
+class _SplitContext(_Chunkwise):
     """Per-design constants of a Splitwise evaluation (computed once, shared by every chunk)."""
 
     def __init__(
@@ -643,8 +656,7 @@ class _SplitContext:
         decodes = _DecodeLengths.of(dec_all)
         none = np.zeros(len(self.grid))
         self.march_tables = _MarchTables(self.grid, self.tau_grid, none, none, decodes)
-        edges = np.linspace(0.0, sample.duration_s, _SPLIT_TRACE_STEPS + 1)
-        self.arrival_share = np.histogram(sample.t_all, edges)[0] / max(len(sample.t_all), 1)
+        self.arrival_share = _arrivals_on_steps(sample, _SPLIT_TRACE_STEPS) / max(len(sample.t_all), 1)
         arrays = (self.grid, self.tau_grid, self.dec, sample.t_s, dec_all, self.arrival_share)
         self.ramp_key = (*(a.tobytes() for a in arrays), sample.duration_s)
         # G(x) / E[dec] at the workload's distinct decode lengths (G is linear between them) is the
@@ -882,10 +894,6 @@ class _SplitContext:
             offsets[alone] = len(ttft) + o_off[:-1]
             ttft = np.concatenate([ttft, own])
         return ttft, offsets, away, absorbed_at, (borrowings, first_s)
-
-    def prepared(self, pm: IntArray, tm: IntArray, lam: FloatArray) -> Callable[[slice], tuple]:
-        """The evaluation of a block of points, chunk by chunk (rows of the block)."""
-        return lambda rows: self.evaluate(pm[rows], tm[rows], lam[rows])
 
     def evaluate(self, pm: IntArray, tm: IntArray, lam: FloatArray):
         s, cal = self.s, self.cal
@@ -1252,6 +1260,13 @@ _REPLAYS: _BoundedCache[_ReplayedPool] = _BoundedCache(1 << 24)
 _AMPLE: _BoundedCache[FloatArray] = _BoundedCache(1 << 16)  # per rate, the pool no prompt waits in
 
 
+def _read(table: FloatArray, j: IntArray, w: FloatArray) -> FloatArray:
+    """A table tabulated on a grid, at positions (node below, weight towards the next) from
+    `_grid_position`: one search serves every table on the same grid."""
+    below = table[j]
+    return below + w * (table[j + 1] - below)
+
+
 def _grid_position(grid: FloatArray, x: FloatArray) -> tuple[IntArray, FloatArray]:
     """Per value of x: the node j of an increasing grid below it (0 … len − 2) and its weight
     towards node j + 1 in [0, 1] (clamped outside the grid), for tables tabulated on the grid."""
@@ -1430,6 +1445,11 @@ class _DecodeLengths:
     mean: float
 
     @classmethod
+    def of_workload(cls, sample: _Sample) -> _DecodeLengths:
+        """Every request's decode iterations (o − 1) of the sample's workload."""
+        return cls.of(np.sort(np.maximum(sample.o_all - 1.0, 0.0)))
+
+    @classmethod
     def of(cls, dec_sorted: FloatArray) -> _DecodeLengths:
         n = max(len(dec_sorted), 1)
         longest = int(dec_sorted[-1]) if len(dec_sorted) else 0
@@ -1509,6 +1529,12 @@ class _Marched:
         return _RowPosition(j.reshape(x.shape), w.reshape(x.shape))
 
 
+def _arrivals_on_steps(sample: _Sample, steps: int) -> FloatArray:
+    """How many of the workload's requests arrive in each of `steps` equal steps of its trace."""
+    edges = np.linspace(0.0, sample.duration_s, steps + 1)
+    return np.histogram(sample.t_all, edges)[0].astype(np.float64)
+
+
 def _marched_batch(
     tables: _MarchTables,
     arrivals_per_step: FloatArray,
@@ -1571,11 +1597,11 @@ def _marched_batch(
         ahead = 0.5 * h[:, i - 1] / h[:, max(i - 2, 0)]
         mid = np.clip(nb + ahead * (nb - prev), 0.0, cap)
         j, w = _grid_position(g.grid, mid)
-        tau = g.tau_grid[j] + w * (g.tau_grid[j + 1] - g.tau_grid[j])
+        tau = _read(g.tau_grid, j, w)
         if prompts:
             lam = arriving[:, i - 1]
-            mix = g.mix_grid[j] + w * (g.mix_grid[j + 1] - g.mix_grid[j])
-            join = g.join_grid[j] + w * (g.join_grid[j + 1] - g.join_grid[j])
+            mix = _read(g.mix_grid, j, w)
+            join = _read(g.join_grid, j, w)
             joined = np.where(mid > 1e-9, np.minimum(join / np.maximum(mid, 1e-9), 1.0), 1.0)
             rate = lam * joined + (1.0 - np.minimum(lam * mix, 1.0)) / tau
         else:
@@ -1584,7 +1610,7 @@ def _marched_batch(
         density[:, i - 1] = mass[:, i - 1] / np.maximum(clock[:, i] - clock[:, i - 1], 1e-300)
         # (the drain's steps bring no decodes: the sum runs over the trace's steps alone)
         top = min(i, trace_steps)
-        age = np.minimum(clock[:, i : i + 1] - clock[:, live : top + 1], gone)
+        age = clock[:, i : i + 1] - clock[:, live : top + 1]  # (`resident_within` caps it at `gone`)
         held = dl.resident_within(age)
         prev = nb
         nb = np.minimum(np.einsum("ij,ij->i", density[:, live:top], held[:, :-1] - held[:, 1:]), cap)
@@ -1694,10 +1720,9 @@ class _BaselineContext:
             self.tau_grid,
             self.mix_mean,
             self.join_mean,
-            _DecodeLengths.of(np.sort(np.maximum(sample.o_all - 1.0, 0.0))),
+            _DecodeLengths.of_workload(sample),
         )
-        edges = np.linspace(0.0, sample.duration_s, _TRACE_STEPS + 1)
-        self.arrivals_per_step = np.histogram(sample.t_all, edges)[0].astype(np.float64)
+        self.arrivals_per_step = _arrivals_on_steps(sample, _TRACE_STEPS)
 
     def prepared(self, pm: IntArray, tm: IntArray, lam: FloatArray) -> Callable[[slice], tuple]:
         """The evaluation of a block of points, chunk by chunk (rows of the block): the decode
@@ -1754,8 +1779,9 @@ class _BaselineContext:
         done = march.on_clock(k0 + span)
         nbd = np.maximum(done.read(march.area) - arrival.read(march.area), 0.0) / span
         tau0 = np.interp(nb0, self.grid, self.tau_grid)
-        taud = np.interp(nbd, self.grid, self.tau_grid)
-        mixd = np.interp(nbd, self.grid, self.mix_mean)
+        at_nbd = _grid_position(self.grid, nbd)  # one search for the three tables read there
+        taud = _read(self.tau_grid, *at_nbd)
+        mixd = _read(self.mix_mean, *at_nbd)
         # a prompt waits for the running decode iteration, then runs co-batched with the decodes
         # of the steady batch that fit beside it under the cap (a few decodes more or less barely
         # change a prompt iteration)
@@ -1764,7 +1790,7 @@ class _BaselineContext:
         ttft = wait + 0.5 * tau0 * (nb0 > 0) + service
         # decode phase: o − 1 iterations of its own plus the K prompt iterations landing in the
         # phase, of which it shares the fraction the cap leaves room for and sits out the rest
-        share_joined = np.interp(nbd, self.grid, self.join_mean) / np.maximum(nbd, 1e-9)
+        share_joined = _read(self.join_mean, *at_nbd) / np.maximum(nbd, 1e-9)
         share_joined = np.where(nbd > 1e-9, np.minimum(share_joined, 1.0), 1.0)
         # join-the-shortest-queue sends a prompt to the machine with the fewest pending tokens,
         # i.e. the fewest decodes: a prompt lands where about `spread` decodes fewer than the
@@ -1890,7 +1916,7 @@ def _packed_service(lam: FloatArray, es: FloatArray, ratio: FloatArray, servers:
     return rho * c / np.maximum(lam, 1e-300)
 
 
-class _ChunkedContext:
+class _ChunkedContext(_Chunkwise):
     """Chunked prefill on every machine of a baseline: decodes first, prompts chunked FCFS.
 
     Per machine (JSQ spreads the load evenly, λ/N each), with n resident decodes:
@@ -1940,10 +1966,6 @@ class _ChunkedContext:
         """table (grid × requests) at each point's decode batch, linear in the grid."""
         lo, w = _grid_position(self.grid, nbat)
         return table[lo] * (1.0 - w)[:, None] + table[lo + 1] * w[:, None]
-
-    def prepared(self, pm: IntArray, tm: IntArray, lam: FloatArray) -> Callable[[slice], tuple]:
-        """The evaluation of a block of points, chunk by chunk (rows of the block)."""
-        return lambda rows: self.evaluate(pm[rows], tm[rows], lam[rows])
 
     def evaluate(self, pm: IntArray, tm: IntArray, lam: FloatArray):
         s, cal, g = self.s, self.cal, self.grid

@@ -364,11 +364,15 @@ def test_baseline_decodes_left_out_of_a_prompt_iteration_slow_their_tokens() -> 
     assert np.all(capped.slowdown["tbt_p90"] > roomy.slowdown["tbt_p90"])
 
 
+def _token_tables(dec_sorted: np.ndarray, grid: np.ndarray, tau_s: np.ndarray) -> analytic._MarchTables:
+    """A token machine (no prompts) whose iteration takes tau_s at the grid's batches."""
+    none = np.zeros(len(grid))
+    return analytic._MarchTables(grid, tau_s, none, none, analytic._DecodeLengths.of(dec_sorted))
+
+
 def _constant_clock_tables(dec_sorted: np.ndarray, tau_s: float = 1.0) -> analytic._MarchTables:
     """A machine whose iteration takes tau_s whatever its batch, without prompts."""
-    grid = np.array([0.0, 1e9])
-    none = np.zeros(2)
-    return analytic._MarchTables(grid, np.full(2, tau_s), none, none, analytic._DecodeLengths.of(dec_sorted))
+    return _token_tables(dec_sorted, np.array([0.0, 1e9]), np.full(2, tau_s))
 
 
 def test_resident_time_is_the_mean_of_each_decode_cut_at_the_age() -> None:
@@ -439,8 +443,7 @@ def _fill_case(steps: int | None = None):
     tau = 0.027 + 0.00034 * np.maximum(grid, 1.0)
     t_s = np.linspace(0.0, 60.0, 301)
     dec = np.floor(rng.exponential(200.0, len(t_s)))
-    none = np.zeros(len(grid))
-    tables = analytic._MarchTables(grid, tau, none, none, analytic._DecodeLengths.of(dec_all))
+    tables = _token_tables(dec_all, grid, tau)
     with pytest.MonkeyPatch.context() as mp:
         if steps is not None:
             mp.setattr(analytic, "_SPLIT_TRACE_STEPS", steps)
@@ -461,10 +464,7 @@ def test_filling_decode_on_a_constant_clock_is_the_steady_decode() -> None:
     grid = np.linspace(0.0, 64.0, 9)
     t_s = np.linspace(0.0, 30.0, 50)
     dec = np.floor(rng.exponential(50.0, 50))
-    none = np.zeros(len(grid))
-    tables = analytic._MarchTables(
-        grid, np.full(len(grid), 0.02), none, none, analytic._DecodeLengths.of(dec_all)
-    )
+    tables = _token_tables(dec_all, grid, np.full(len(grid), 0.02))
     got = analytic._filling_decode(tables, t_s, dec, 30.0, _even_arrivals())
     np.testing.assert_allclose(got, np.broadcast_to(0.02 * dec, got.shape), rtol=1e-9, atol=1e-12)
 
@@ -501,8 +501,7 @@ def test_filling_decode_follows_a_burst_of_arrivals() -> None:
     dec_all = np.sort(np.floor(rng.exponential(40.0, 3000)))
     grid = np.linspace(0.0, 1.0, 40) ** 2 * 400.0
     tau = 0.027 + 0.00034 * np.maximum(grid, 1.0)
-    none = np.zeros(len(grid))
-    tables = analytic._MarchTables(grid, tau, none, none, analytic._DecodeLengths.of(dec_all))
+    tables = _token_tables(dec_all, grid, tau)
     steps = analytic._SPLIT_TRACE_STEPS
     bursty = np.where(np.arange(steps) < steps // 2, 1.5, 0.5) / steps
     t_s = np.array([20.0, 25.0, 50.0, 55.0])  # two requests in each half, well past the fill
@@ -779,8 +778,7 @@ def test_a_march_serves_every_decode_and_holds_no_more_than_its_cap(
     rng = np.random.default_rng(int(mean_dec * 1000) % 9973)
     dec = np.sort(np.floor(rng.exponential(mean_dec, 400)))
     grid = np.linspace(0.0, 1.0, 32) ** 2 * 2000.0
-    none = np.zeros(len(grid))
-    tables = analytic._MarchTables(grid, 0.02 + tau_slope * grid, none, none, analytic._DecodeLengths.of(dec))
+    tables = _token_tables(dec, grid, 0.02 + tau_slope * grid)
     steps = 64
     shape = np.where(np.arange(steps) < steps // 4, 1.0 + 3.0 * burst, 1.0 - burst)
     arrivals = shape / shape.sum() * rate * trace_s  # arrivals per step, `rate` per second on average

@@ -1423,17 +1423,20 @@ def _solve_mixed(
     return nbat, tau, mix, share, rho
 
 
-def _poisson_quantile(mean: FloatArray, z: FloatArray, zcdf: FloatArray, upper: FloatArray) -> FloatArray:
+@nb.vectorize(["float64(float64, float64, float64, float64)"], cache=True)
+def _poisson_quantile(mean: float, z: float, zcdf: float, upper: float) -> float:
     """Per-request quantile of a Poisson count (prompt iterations landing in a decode phase).
 
     Exact at zero (P(K = 0) = e^−m, which dominates short decodes), a continuous normal
-    approximation above; clipped to [0, upper].
+    approximation above; clipped to [0, upper]. (A ufunc: numpy callers broadcast it, compiled
+    callers call it per request.)
     """
-    k = np.where(zcdf < np.exp(-mean), 0.0, np.maximum(1.0, mean + np.sqrt(mean) * z))
-    return np.minimum(k, upper)
+    k = 0.0 if zcdf < math.exp(-mean) else max(1.0, mean + math.sqrt(mean) * z)
+    return min(k, upper)
 
 
-def _arrivals_open_s(phase_s: FloatArray, t_s: FloatArray, duration_s: float | FloatArray) -> FloatArray:
+@nb.vectorize(["float64(float64, float64, float64)"], cache=True)
+def _arrivals_open_s(phase_s: float, t_s: float, duration_s: float) -> float:
     """The part of each request's decode phase (phase_s seconds from its arrival at t_s) during
     which prompts still arrive: none after the trace's last arrival, so a phase that outlasts the
     trace meets prompts only until then.
@@ -1444,7 +1447,7 @@ def _arrivals_open_s(phase_s: FloatArray, t_s: FloatArray, duration_s: float | F
     phase lasts about 20 s; counting its stalls through its end put the evaluator's TBT P50 at
     1.29× the DES's (1.38 against 1.07), counting them while prompts arrive at 1.08×.
     """
-    return np.minimum(phase_s, np.maximum(duration_s - t_s, 0.0))
+    return min(phase_s, max(duration_s - t_s, 0.0))
 
 
 # Marches of a machine's decode batch over a finite trace. Each march step's arrivals are spread
@@ -1719,6 +1722,50 @@ def _filling_decode(
 # Baselines: mixed continuous batching, prompts first
 
 
+@nb.vectorize(["float64(" + ", ".join(["float64"] * 15) + ")"], cache=True)
+def _baseline_decode_s(
+    dec: float,
+    nbd: float,
+    joined: float,
+    taud: float,
+    mixd: float,
+    size_dev: float,
+    phase_s: float,
+    t_s: float,
+    end_s: float,
+    rate: float,
+    z: float,
+    zcdf: float,
+    overload: float,
+    jsq_spread: float,
+    jsq_sqrt: float,
+) -> float:
+    """A baseline request's decode time: its `dec` iterations at the mean batch `nbd` of its
+    phase (decode-only iterations of `taud` s, `joined` of the batch sharing a prompt's
+    iteration of `mixd` s on average) plus the prompt iterations landing on its machine during
+    its phase (`phase_s` from its arrival at `t_s`, prompts arriving until `end_s`, at `rate` per
+    second per machine) and an overloaded machine's backlog. One pass per request (a ufunc)."""
+    # decode phase: o − 1 iterations of its own plus the K prompt iterations landing in the
+    # phase, of which it shares the fraction the cap leaves room for and sits out the rest
+    share_joined = min(joined / nbd, 1.0) if nbd > 1e-9 else 1.0
+    # join-the-shortest-queue sends a prompt to the machine with the fewest pending tokens,
+    # i.e. the fewest decodes: a prompt lands where about `spread` decodes fewer than the
+    # average reside, so a given decode is interrupted less often than λ/machines
+    spread = max(jsq_spread, jsq_sqrt * math.sqrt(nbd))
+    hit = min(max(1.0 - spread / max(nbd, 1e-9), 0.0), 1.0)
+    # the prompts that reach the machine while the request's own prompt iteration runs queue
+    # behind it and run (prompts first) before its first decode iteration: they stall the
+    # decode phase like the ones arriving during it, so they count in its Poisson mean (only
+    # while prompts still arrive); the phase lasts as long as the march's clock takes for its
+    # decode iterations, after its own prompt's
+    k = _poisson_quantile(hit * rate * _arrivals_open_s(phase_s, t_s, end_s), z, zcdf, dec)
+    # the prompt iterations a decode meets are of random size: a stratified quantile of the
+    # workload's prompt iterations per request (its deviation from their mean `size_dev`),
+    # averaging out as K grows
+    per_mixed = max(mixd + size_dev / math.sqrt(max(k, 1.0)), taud)
+    return max(dec - share_joined * k, 0.0) * taud + k * per_mixed + overload * t_s
+
+
 class _BaselineContext:
     def __init__(
         self, scenario: Scenario, design: Design, sample: _Sample, cap: float, cal: Calibration
@@ -1816,30 +1863,23 @@ class _BaselineContext:
         joined0 = np.clip(self.max_tokens - s.p[None, :], 0.0, nbat[:, None])
         service = np.asarray(self.perf.mixed_time_s(s.p[None, :] + joined0, joined0 * self.ctx_per_req))
         ttft = wait + 0.5 * tau0 * (nb0 > 0) + service
-        # decode phase: o − 1 iterations of its own plus the K prompt iterations landing in the
-        # phase, of which it shares the fraction the cap leaves room for and sits out the rest
-        share_joined = _read(self.join_mean, *at_nbd) / np.maximum(nbd, 1e-9)
-        share_joined = np.where(nbd > 1e-9, np.minimum(share_joined, 1.0), 1.0)
-        # join-the-shortest-queue sends a prompt to the machine with the fewest pending tokens,
-        # i.e. the fewest decodes: a prompt lands where about `spread` decodes fewer than the
-        # average reside, so a given decode is interrupted less often than λ/machines
-        spread = np.maximum(self.cal.baseline_jsq_spread, self.cal.baseline_jsq_sqrt * np.sqrt(nbd))
-        hit = np.clip(1.0 - spread / np.maximum(nbd, 1e-9), 0.0, 1.0)
-        # the prompts that reach the machine while the request's own prompt iteration runs queue
-        # behind it and run (prompts first) before its first decode iteration: they stall the
-        # decode phase like the ones arriving during it, so they count in its Poisson mean
-        # (only while prompts still arrive: `_arrivals_open_s`); the phase lasts as long as the
-        # march's clock takes for its decode iterations
-        phase = done_s - t0 + service
-        phase = _arrivals_open_s(phase, t0, s.duration_s * scale[:, None])
-        m = hit * lam_m[:, None] * phase
-        k = _poisson_quantile(m, s.z[None, :], s.zcdf[None, :], self.dec[None, :])
-        backlog = np.maximum(rho_t - 1.0, 0.0)[:, None] * t0
-        # the prompt iterations a decode meets are of random size: a stratified quantile of the
-        # workload's prompt iterations per request, averaging out as K grows
-        size_spread = (self.mix_other - self.mix_solo_mean)[None, :] / np.sqrt(np.maximum(k, 1.0))
-        per_mixed = np.maximum(mixd + size_spread, taud)
-        decode = np.maximum(self.dec[None, :] - share_joined * k, 0.0) * taud + k * per_mixed + backlog
+        decode = _baseline_decode_s(
+            self.dec[None, :],
+            nbd,
+            _read(self.join_mean, *at_nbd),
+            taud,
+            mixd,
+            (self.mix_other - self.mix_solo_mean)[None, :],
+            done_s - t0 + service,
+            t0,
+            s.duration_s * scale[:, None],
+            lam_m[:, None],
+            s.z[None, :],
+            s.zcdf[None, :],
+            np.maximum(rho_t - 1.0, 0.0)[:, None],
+            self.cal.baseline_jsq_spread,
+            self.cal.baseline_jsq_sqrt,
+        )
         e2e = ttft + decode
         tbt = decode / s.o[None, :]
         return ttft, tbt, e2e, ok, rho_p, rho_t, nbat, None

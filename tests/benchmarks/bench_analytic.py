@@ -69,7 +69,9 @@ def main() -> None:
     rates = []
     for d, preset, sc in _cases(("splitwise-hh", "splitwise-ha")):
         wall = timed(lambda d=d, sc=sc: evaluate_grid(d, P, T, sc, sample_size=size), args.repeat)
-        hm = timed(lambda d=d, sc=sc: api.heatmap(d, sc, (1, 39), (1, 39), sample_size=size), args.repeat)
+        hm = timed(
+            lambda d=d, sc=sc: api.heatmap(d, sc, (1, 39), (1, 39), "analytic", sample_size=size), args.repeat
+        )
         rates.append(n / wall)
         print(
             f"  {d.name:13s} {preset:12s} evaluate_grid {wall * 1000:7.1f} ms "

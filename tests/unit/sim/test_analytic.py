@@ -321,6 +321,10 @@ def test_sample_quantiles_are_stratified_within_every_size_stratum(coding: Scena
             k = len(part)
             assert np.max(np.abs(np.sort(u[part]) - (np.arange(k) + 0.5) / k)) < 0.025
         assert np.all(np.isfinite(s.z))
+        # the four lattices are independent of one another (no pair moves together)
+        lattices = np.stack([u, s.zcdf, s.v, s.w])
+        assert np.max(np.abs(np.corrcoef(lattices) - np.eye(4))) < 0.1
+        assert np.max(np.abs(np.sort(s.w) - (np.arange(m) + 0.5) / m)) < 0.01
 
 
 @pytest.mark.parametrize("perf", ["analytic", "profile"])
@@ -679,6 +683,45 @@ def test_a_decode_meets_prompts_only_until_the_trace_ends() -> None:
     phase_s = np.array([[10.0, 10.0, 10.0, 10.0], [100.0, 30.0, 2.0, 5.0]])
     got = analytic._arrivals_open_s(phase_s, t_s, 60.0)
     np.testing.assert_array_equal(got, [[10.0, 10.0, 5.0, 0.0], [60.0, 30.0, 2.0, 0.0]])
+
+
+@given(
+    tau_s=st.floats(1e-3, 1.0),
+    per_iteration=st.floats(0.0, 30.0),
+    share=st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]),
+)
+@settings(max_examples=60, deadline=None)
+def test_the_wait_for_the_running_iteration_is_a_mixture_of_fresh_and_uniform(
+    tau_s: float, per_iteration: float, share: float
+) -> None:
+    """A baseline prompt's wait for the running iteration: within [0, τ] and, over its stratified
+    uniform, of mean τ·(½ + share·(f − ½)) with f = 1 − 1/x + 1/(eˣ − 1) at x = rate·τ arrivals
+    per iteration (a fresh machine: the next arrival after its slot freed)."""
+    w = (np.arange(200_000) + 0.5) / 200_000
+    got = analytic._iteration_residual_s(tau_s, per_iteration / tau_s, w, share)
+    assert np.all((got >= 0.0) & (got <= tau_s))
+    x = per_iteration
+    fresh = 0.5 if x < 1e-6 else 1.0 - 1.0 / x + 1.0 / math.expm1(x) if x < 700 else 1.0 - 1.0 / x
+    # (with few arrivals per iteration e/τ's fractional part is chaotic in the lattice: its mean
+    # is a sampling average over 200,000 values, ±0.15 % at one standard error)
+    assert np.mean(got) == pytest.approx(tau_s * (0.5 + share * (fresh - 0.5)), rel=6e-3, abs=1e-9)
+
+
+def test_a_fresh_machine_makes_a_prompt_wait_out_more_of_the_iteration() -> None:
+    """Many arrivals per iteration: a fresh machine's prompt waits nearly all of it; a random one
+    half; rare arrivals: half either way."""
+    w = (np.arange(10_000) + 0.5) / 10_000
+    fresh = analytic._iteration_residual_s(0.05, 200.0, w, 1.0)  # 10 arrivals per iteration
+    assert np.mean(fresh) == pytest.approx(0.05 * 0.9, rel=0.01)
+    assert np.mean(analytic._iteration_residual_s(0.05, 200.0, w, 0.0)) == pytest.approx(0.025, rel=1e-3)
+    assert np.mean(analytic._iteration_residual_s(0.05, 0.2, w, 1.0)) == pytest.approx(0.025, rel=0.01)
+
+
+def test_a_fresh_share_outside_zero_to_one_is_refused() -> None:
+    from dataclasses import replace
+
+    with pytest.raises(InputError, match="baseline_fresh_share"):
+        replace(analytic.CALIBRATION, baseline_fresh_share=1.5)
 
 
 def test_a_scenario_evaluated_again_reuses_its_sample_and_contexts_with_the_same_results() -> None:

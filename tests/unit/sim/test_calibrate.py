@@ -188,3 +188,18 @@ def test_a_case_whose_longer_workload_outgrows_an_instance_is_drawn_again(monkey
     assert got is not None
     assert got["case"]["model"] != "bloom-176b"
     assert cal.run_case(59, case, 0, cal.TRAINING_SEED, ()) is None  # nothing else to draw
+
+
+def test_the_fresh_share_is_fitted_to_the_ttft_error_alone(monkeypatch) -> None:
+    """fit_fresh_share keeps the other fields and takes the tenth with the least TTFT error."""
+    from splitplan.sim.analytic import CALIBRATION
+
+    monkeypatch.setattr(cal, "baseline_ttft_error", lambda s, c: (c.baseline_fresh_share - 0.3) ** 2)
+    start = replace(CALIBRATION, baseline_fresh_share=0.9)
+    lines: list[str] = []
+    got = cal.fit_fresh_share(None, start, lines.append)
+    assert got == replace(start, baseline_fresh_share=0.3)
+    assert lines
+    assert "0.9 → 0.3" in lines[0]
+    assert "baseline_fresh_share" in cal.TTFT_FIELDS
+    assert "baseline_fresh_share" not in cal.BASELINE_FIELDS

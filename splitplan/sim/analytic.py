@@ -35,7 +35,9 @@ percentiles come from per-request latencies just as in the discrete-event simula
   trace played faster is shorter, and fills and drains in its own time.
 - Baselines (mixed batching): the same machine alternates prompt-priority mixed iterations and
   decode-only ones; the decode batch is the fixed point of token throughput = iteration rate ×
-  batch, and each request's decode phase is inflated by the prompt iterations that land in it
+  batch; a prompt waits out what is left of the running iteration, often most of it (JSQ sends
+  it to the machine that has just freed a slot: `_iteration_residual_s`), and each request's
+  decode phase is inflated by the prompt iterations that land in it
   or that queued on its machine during its own prompt iteration (a Poisson count: exact
   probability of none, normal approximation above), counted only while prompts still arrive
   (`_arrivals_open_s`: none after the trace's last arrival; the chunked baselines likewise).
@@ -147,8 +149,8 @@ class Calibration:
       iteration — rather than to one least loaded since earlier, at a random point of its
       iteration (`_iteration_residual_s`). A prompt waits out the running iteration, so a fresh
       machine makes it wait longer than half an iteration: in the DES the mean wait is
-      0.51–0.53 of an iteration at λτ ≈ 0.5 and 0.69–0.70 at λτ ≈ 8–12, and half the arrivals
-      fresh gives 0.54 and 0.69–0.71. Half an iteration for every prompt put the evaluator's
+      0.51–0.53 of an iteration at λτ ≈ 0.5 and 0.66–0.73 at λτ ≈ 8–12, and half the arrivals
+      fresh gives 0.52 and 0.69–0.71. Half an iteration for every prompt put the evaluator's
       TTFT P90 / P99 at 0.92 / 0.82 of the DES's (median over the stored sets' baseline cases at
       their frontiers). Fitted to the training set's TTFT percentiles (`calibrate.fit`), apart
       from the verdict fields: it barely moves a verdict.

@@ -19,8 +19,10 @@ operating point: rates fall in alternating quarter-octave bands (training in eve
 validation in odd ones), and half of the validation cases use models the training set never sees
 (`HELD_OUT_MODELS`). Both are stored in data/sim/ as compressed npz files with a sha256 fingerprint.
 
-`fit` tunes the `Calibration` fields by coordinate search on the training set (and the stored
-39×39 golden grids, which the accuracy tests also check), maximizing `objective` below, and with
+`fit` tunes the `Calibration`'s verdict fields by coordinate search on the training set (and the
+stored 39×39 golden grids, which the accuracy tests also check), maximizing `objective` below,
+after fitting its TTFT field (the baselines' fresh share) to the training set's TTFT percentiles
+(`fit_fresh_share`, `baseline_ttft_error`), and with
 `--write` stores them in data/sim/analytic_calibration.toml with the training set's fingerprint,
 the objective, the date and the command. It prints in-sample and held-out scores side by side;
 the validation set never enters the fit.

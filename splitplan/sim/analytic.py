@@ -1300,27 +1300,31 @@ def _grid_position(grid: FloatArray, x: FloatArray) -> tuple[IntArray, FloatArra
 
 @nb.njit(cache=True)
 def _grid_positions(grid: FloatArray, x: FloatArray) -> tuple[IntArray, FloatArray]:
-    """`_grid_position` of a flat x. The decode-batch grids are square-spaced (node i at
-    (i / (n − 1))² of the last), so √(x / last)·(n − 1) is the node below x up to rounding and a
-    step or two of walking makes it exact — on any increasing grid, where the walk is longer.
-    (A numpy search was a tenth of a baseline's evaluation.)"""
-    n = len(grid)
-    top = grid[n - 1]
+    """`_grid_position` of a flat x (`_grid_node` of each value)."""
     index = np.empty(len(x), np.int64)
     weight = np.empty(len(x))
     for c in range(len(x)):
-        v = x[c]
-        j = int(math.sqrt(v / top) * (n - 1)) if top > 0.0 and v > 0.0 else 0
-        j = min(max(j, 0), n - 2)
-        while j < n - 2 and grid[j + 1] <= v:
-            j += 1
-        while j > 0 and grid[j] > v:
-            j -= 1
-        below = grid[j]
-        w = (v - below) / max(grid[j + 1] - below, 1e-300)
-        index[c] = j
-        weight[c] = min(max(w, 0.0), 1.0)
+        index[c], weight[c] = _grid_node(grid, x[c])
     return index, weight
+
+
+@nb.njit(cache=True)
+def _grid_node(grid: FloatArray, v: float) -> tuple[int, float]:
+    """The node j of an increasing grid below v (0 … len − 2) and v's weight towards node j + 1
+    in [0, 1]. The decode-batch grids are square-spaced (node i at (i / (n − 1))² of the last), so
+    √(v / last)·(n − 1) is the node up to rounding and a step or two of walking makes it exact —
+    on any increasing grid, where the walk is longer. (A numpy search was a tenth of a baseline's
+    evaluation.)"""
+    n = len(grid)
+    top = grid[n - 1]
+    j = int(math.sqrt(v / top) * (n - 1)) if top > 0.0 and v > 0.0 else 0
+    j = min(max(j, 0), n - 2)
+    while j < n - 2 and grid[j + 1] <= v:
+        j += 1
+    while j > 0 and grid[j] > v:
+        j -= 1
+    below = grid[j]
+    return j, min(max((v - below) / max(grid[j + 1] - below, 1e-300), 0.0), 1.0)
 
 
 def _prompt_batch_ratio(perf, p_all: FloatArray, max_tokens: float) -> float:
@@ -1688,7 +1692,6 @@ def _march_kernel(
     area = np.zeros((points, width))
     density = np.empty(steps)  # each step's arrivals per iteration of the clock
     gone = float(longest + 1)  # an age at which every decode has left
-    last = len(grid) - 1
     for p in range(points):
         nb = 0.0
         prev = 0.0
@@ -1697,14 +1700,7 @@ def _march_kernel(
             h = t_grid[p, i] - t_grid[p, i - 1]
             h_before = t_grid[p, max(i - 1, 1)] - t_grid[p, max(i - 2, 0)]
             mid = min(max(nb + 0.5 * h / h_before * (nb - prev), 0.0), cap[p])
-            # the grid's node below mid (square-spaced: a guess, then a step or two)
-            j = int(math.sqrt(mid / grid[last]) * last) if grid[last] > 0.0 and mid > 0.0 else 0
-            j = min(max(j, 0), last - 1)
-            while j < last - 1 and grid[j + 1] <= mid:
-                j += 1
-            while j > 0 and grid[j] > mid:
-                j -= 1
-            w = min(max((mid - grid[j]) / max(grid[j + 1] - grid[j], 1e-300), 0.0), 1.0)
+            j, w = _grid_node(grid, mid)
             tau = tau_grid[j] + w * (tau_grid[j + 1] - tau_grid[j])
             if prompts:
                 lam = mass[p, i - 1] / h

@@ -1811,6 +1811,42 @@ def _filling_decode(
 # Baselines: mixed continuous batching, prompts first
 
 
+def _prompt_wait_s(
+    s: _Sample,
+    lam: FloatArray,
+    service_s: FloatArray,
+    service_scv: float | FloatArray,
+    machines: IntArray,
+    rho_p: FloatArray,
+    rho_t: FloatArray,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """A baseline prompt's wait for a machine, per point and sampled request, and the trace's
+    clock at each point's rate (the scale and each request's arrival on it): JSQ over the
+    machines taken as an M/G/c queue of the prompt iterations (its wait quantile at the request's
+    stratified u) while the machines keep up, and where prompts or decodes overload them, the
+    backlog that grows through the trace instead (finite, (ρ − 1)·t). One rule for the mixed and
+    the chunked baselines."""
+    ok_p = rho_p < 1.0
+    ok = ok_p & (rho_t < 1.0)
+    pw, cond, _ = mgc_wait(lam, service_s, service_scv, machines)
+    logpw = np.log(np.maximum(pw, 1e-300))
+    wait = np.maximum(0.0, (logpw[:, None] - s.log1mu[None, :]) * np.where(ok_p, cond, 0.0)[:, None])
+    scale = s.base_rate_rps / lam
+    t0 = s.t_s[None, :] * scale[:, None]
+    fluid = np.maximum(np.maximum(rho_p, rho_t) - 1.0, 0.0)[:, None] * t0
+    return np.where(ok_p[:, None], wait, 0.0) + np.where(ok[:, None], 0.0, fluid), scale, t0
+
+
+@nb.vectorize(["float64(float64, float64, float64)"], cache=True)
+def _jsq_hit(nbd: float, spread: float, sqrt_coefficient: float) -> float:
+    """The share of a machine's prompt arrivals that land while a given decode is resident on
+    it, with `nbd` decodes resident on average: JSQ on pending tokens sends a prompt to the
+    machine with the fewest decodes, about max(spread, sqrt_coefficient·√N) fewer than the
+    average N (Calibration.baseline_jsq_* for mixed batching, ChunkedCalibration.jsq_* for chunked
+    prefill), so a decode is interrupted at 1 − that / N of λ/machines. One rule for both."""
+    return min(max(1.0 - max(spread, sqrt_coefficient * math.sqrt(nbd)) / max(nbd, 1e-9), 0.0), 1.0)
+
+
 @nb.vectorize(["float64(float64, float64, float64, float64)"], cache=True)
 def _iteration_residual_s(tau_s: float, rate: float, w: float, fresh_share: float) -> float:
     """What is left of the running iteration (`tau_s` long) when a baseline's prompt reaches its
@@ -1856,11 +1892,9 @@ def _baseline_decode_s(
     # decode phase: o − 1 iterations of its own plus the K prompt iterations landing in the
     # phase, of which it shares the fraction the cap leaves room for and sits out the rest
     share_joined = min(joined / nbd, 1.0) if nbd > 1e-9 else 1.0
-    # join-the-shortest-queue sends a prompt to the machine with the fewest pending tokens,
-    # i.e. the fewest decodes: a prompt lands where about `spread` decodes fewer than the
-    # average reside, so a given decode is interrupted less often than λ/machines
-    spread = max(jsq_spread, jsq_sqrt * math.sqrt(nbd))
-    hit = min(max(1.0 - spread / max(nbd, 1e-9), 0.0), 1.0)
+    # JSQ sends a prompt to the machine with the fewest decodes: a given decode is interrupted
+    # less often than λ/machines (`_jsq_hit`)
+    hit = _jsq_hit(nbd, jsq_spread, jsq_sqrt)
     # the prompts that reach the machine while the request's own prompt iteration runs queue
     # behind it and run (prompts first) before its first decode iteration: they stall the
     # decode phase like the ones arriving during it, so they count in its Poisson mean (only
@@ -1900,7 +1934,8 @@ class _BaselineContext:
         self.mix_solo_mean = float(solo.mean())
         # the prompt iteration a decode meets is of random size: a stratified quantile of the
         # workload's prompt iterations per request (independent of its own size and wait)
-        self.mix_other = np.quantile(solo, sample.v)
+        # (as its deviation from their mean, which is what the decode time reads)
+        self.mix_other_dev = np.quantile(solo, sample.v) - self.mix_solo_mean
         self.tau_grid = _tau(self.perf, self.grid, self.ctx_per_req)
         self.decode_capacity = self.nmax / float(self.tau_grid[-1])
         self.march_tables = _MarchTables(
@@ -1942,15 +1977,7 @@ class _BaselineContext:
         rho_t = np.where(np.isfinite(rho_t), rho_t, rho_p + demand / self.decode_capacity)
         ok_p = rho_p < 1.0
         ok = ok_p & (rho_t < 1.0)
-        pw, cond, _ = mgc_wait(lam, mix_mean, self.mix_scv, pm)
-        logpw = np.log(np.maximum(pw, 1e-300))
-        cond_f = np.where(ok_p, cond, 0.0)
-        wait = np.maximum(0.0, (logpw[:, None] - s.log1mu[None, :]) * cond_f[:, None])
-        scale = s.base_rate_rps / lam  # the trace's clock at this point's rate
-        t0 = s.t_s[None, :] * scale[:, None]  # each request's arrival
-        # an overloaded machine's backlog (prompts and decodes share it) grows through the trace
-        fluid = (np.maximum(np.maximum(rho_p, rho_t) - 1.0, 0.0))[:, None] * t0
-        wait = np.where(ok_p[:, None], wait, 0.0) + np.where(ok[:, None], 0.0, fluid)
+        wait, scale, t0 = _prompt_wait_s(s, lam, mix_mean, self.mix_scv, pm, rho_p, rho_t)
         # The trace is finite: a machine's decode batch fills from empty over the first decodes'
         # lifetimes and drains after the last arrival, each iteration as long as the batch it
         # holds and the prompts of its time take their share of the machine (`_marched_batch`,
@@ -1979,7 +2006,7 @@ class _BaselineContext:
             _read(self.join_mean, *at_nbd),
             taud,
             mixd,
-            (self.mix_other - self.mix_solo_mean)[None, :],
+            self.mix_other_dev[None, :],
             done_s - t0 + service,
             t0,
             s.duration_s * scale[:, None],
@@ -2166,22 +2193,14 @@ class _ChunkedContext(_Chunkwise):
         ok_p = rho_p < 1.0
         ok = ok_p & (rho_t < 1.0)
         scv = np.interp(nbat, g, self.s_scv)
-        pw, cond, _ = mgc_wait(lam, es, scv, pm)
-        cond = np.where(ok_p, cond, 0.0)
-        logpw = np.log(np.maximum(pw, 1e-300))
-        wait = np.maximum(0.0, (logpw[:, None] - s.log1mu[None, :]) * cond[:, None])
-        scale = s.base_rate_rps / lam  # the trace's clock at each point's rate
-        t0 = s.t_s[None, :] * scale[:, None]  # each request's arrival
-        fluid = np.maximum(np.maximum(rho_p, rho_t) - 1.0, 0.0)[:, None] * t0
-        wait = np.where(ok_p[:, None], wait, 0.0) + np.where(ok[:, None], 0.0, fluid)
+        wait, scale, t0 = _prompt_wait_s(s, lam, es, scv, pm, rho_p, rho_t)
         own = self._interp_rows(nbat, self.s_own)
         ttft = wait + (0.5 / np.maximum(rate, 1e-300))[:, None] + own
         tau = np.interp(nbat, g, self.tau_grid)
         k_mean = np.interp(nbat, g, self.k_mean)
         extra = np.interp(nbat, g, self.chunk_extra)
         # prompts landing on the machine during a decode phase of dec / R seconds
-        spread = np.maximum(cal.jsq_spread, cal.jsq_sqrt * np.sqrt(nbat))
-        hit = np.clip(1.0 - spread / np.maximum(nbat, 1e-9), 0.0, 1.0)
+        hit = _jsq_hit(nbat, cal.jsq_spread, cal.jsq_sqrt)
         phase = _arrivals_open_s(
             self.dec[None, :] / np.maximum(rate, 1e-300)[:, None], t0, s.duration_s * scale[:, None]
         )

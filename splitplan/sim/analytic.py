@@ -690,6 +690,7 @@ class _SplitContext(_Chunkwise):
             self.left_cdf = decodes.resident_within(self.left_knots) / decodes.mean
         else:
             self.left_cdf, self.left_knots = np.array([0.0, 1.0]), np.zeros(2)
+        self.mean_left = float(np.trapezoid(1.0 - self.left_cdf, self.left_knots))  # E[left]
         # The prompt pool is replayed request by request (`_replayed`): the DES's iteration tables
         # (one prompt alone, or several packed), long enough for the largest prompt.
         n_tokens = int(max(float(sample.p_all.max()), float(scenario.sim.max_batch_tokens))) + 1
@@ -935,18 +936,20 @@ class _SplitContext(_Chunkwise):
         demand = lam * self.mean_dec
         zeros = np.zeros(len(P))
 
-        def batch(at: IntArray, machines: FloatArray) -> tuple[FloatArray, FloatArray]:
+        def batch(at: IntArray, load: FloatArray, machines: FloatArray) -> tuple[FloatArray, FloatArray]:
             nb, ta, _, _, _ = _solve_mixed(
-                zeros[at], demand[at] / machines, self.grid, self.no_mix, self.tau_grid, self.nmax
+                zeros[at], load / machines, self.grid, self.no_mix, self.tau_grid, self.nmax
             )
             return nb, ta
 
-        nbat, tau = batch(np.arange(len(P)), T)
+        nbat, tau = batch(np.arange(len(P)), demand, T)
         # --- mixed pool: where prompts overflow, token machines are borrowed (`_mixed_pool`): a
         # borrowed machine takes no new decode until its batch has drained, so the others take
-        # them all. The drain is that of the batch of all T token machines: solving it again on
-        # the machines left (a second pass) changed no score by more than 0.1 point at twice the
-        # cost (docs/background.md).
+        # them all, less the decodes the borrowed machines drain themselves (`_drained_by_borrowed`).
+        # The drain is that of the batch of all T token machines: solving it again on the machines
+        # left (a second pass) changed no score by more than 0.1 point at twice the cost
+        # (docs/background.md).
+        taken = demand  # decode tokens per second that the machines taking new decodes serve
         borrowed = np.zeros(len(P))
         absorbed_at = np.full(len(P), np.inf)
         spill = np.flatnonzero(np.array([pool.spills for pool in pools])[inv])
@@ -959,10 +962,12 @@ class _SplitContext(_Chunkwise):
             # (never the last one: with no token machine left the DES sends new decodes to the
             # mixed machines, so a pool of one keeps decoding on its borrowed machine)
             borrowed[spill] = np.minimum(away, T[spill] - 1.0)
-            nbat[spill], tau[spill] = batch(spill, T[spill] - borrowed[spill])
+            taken = demand.copy()
+            taken[spill] -= self._drained_by_borrowed(spill, borrowings[0], T, borrowed, nbat, lam)
+            nbat[spill], tau[spill] = batch(spill, taken[spill], T[spill] - borrowed[spill])
         # token-pool utilization: decode load in machine-equivalents plus the borrowed machines,
         # over the pool (≥ 1 ⇔ unstable)
-        rho_t = (demand / self.decode_capacity + borrowed) / T
+        rho_t = (taken / self.decode_capacity + borrowed) / T
         ok = rho_t < 1.0
         rho_p = offered_u[inv] / P
         for j, k in enumerate(spill):  # the overflowed requests' TTFTs, from the mixed pool
@@ -990,6 +995,45 @@ class _SplitContext(_Chunkwise):
         tbt = decode / s.o[None, :]
         return ttft, tbt, e2e, ok, rho_p, rho_t, nbat, ttft_q
 
+    def _least_loaded_share(self, machines: FloatArray, nbat: FloatArray) -> FloatArray:
+        """The batch of the token machine the scheduler borrows, as a share of the mean batch N:
+        it takes the one with the fewest pending decodes, and of `machines` holding N each on
+        average the least holds about N − σ·E[max of `machines` normals] (Blom's approximation),
+        σ = cv·√N with cv the spread of the committed memory (p + o) the scheduler balances."""
+        from scipy.special import ndtri
+
+        blom = ndtri((machines - 0.375) / (machines + 0.25))
+        return np.clip(1.0 - self.resident_cv * blom / np.sqrt(np.maximum(nbat, 1e-9)), 0.0, 1.0)
+
+    def _drained_by_borrowed(
+        self,
+        at: IntArray,
+        borrowings: FloatArray,
+        T: FloatArray,
+        borrowed: FloatArray,
+        nbat: FloatArray,
+        lam: FloatArray,
+    ) -> FloatArray:
+        """Decode tokens per second that the borrowed token machines serve themselves, at the
+        points `at`: each borrowing takes the least-loaded machine's batch (`_least_loaded_share`
+        of N) with it, and the machine drains those decodes before it returns, their remaining
+        iterations E[left] each (the mean of `_longest_decode`'s equilibrium distribution).
+        At most what the machines away could serve at full batch (a saturated pool's batch,
+        at the memory cap, would otherwise drain more than the trace lasts).
+
+        Why: a borrowed machine is counted away for its whole drain (`_mixed_pool`), and its
+        decodes were counted in the demand on the machines left, twice. At BLOOM-176B on four B200
+        prompt and 11 H200 token machines (the conversation trace at 42 req/s, held out) the
+        replay kept four machines away on average; the seven left then took all the decodes at a
+        batch of 137 (token utilization 1.04, unstable), where the DES ran a mean batch of 29
+        and met every SLO: the evaluator's frontier was 13 token machines against the DES's 11.
+        With the drains served where they run, it reads 11 (batch 102 at 11 machines)."""
+        s = self.s
+        horizon_s = s.duration_s * s.base_rate_rps / lam[at]
+        taking = np.maximum(T[at], 1.0)
+        drained = borrowings * self._least_loaded_share(taking, nbat[at]) * nbat[at] * self.mean_left
+        return np.minimum(drained / horizon_s, borrowed[at] * self.decode_capacity)
+
     def _borrowed_stalls(
         self,
         at: IntArray,
@@ -1007,11 +1051,10 @@ class _SplitContext(_Chunkwise):
         borrowed (`_all_mixed` takes the rest).
 
         The replay counts the borrowings and their prompts' time (`_mixed_pool`). The scheduler
-        borrows the token machine with the fewest pending decodes: of `machines` taking decodes
-        with N each on average, the least holds about N − σ·E[max of `machines` normals]
-        (Blom's approximation), σ = cv·√N with cv the spread of the committed memory (p + o) the
-        scheduler balances. A decode is caught at rate borrowings × (that share of N) / (horizon
-        × machines × N) per second of its phase: a Poisson count per request.
+        borrows the token machine with the fewest pending decodes (`_least_loaded_share` of the
+        mean batch N, of `machines` taking decodes). A decode is caught at rate borrowings ×
+        (that share of N) / (horizon × machines × N) per second of its phase: a Poisson count
+        per request.
 
         Without it a design whose prompt pool overflows put no decode on a borrowed machine: at
         Qwen2.5-72B, three B200 prompt and 26 A100 token machines (the coding trace at 81 req/s),
@@ -1021,15 +1064,11 @@ class _SplitContext(_Chunkwise):
         waiting out the borrowing's later prompts too, the evaluator read 2.2× the DES's TBT P90
         there; as shipped, 1.39 against 1.51 (P99 4.15 against 4.38). Counting the later prompts
         with the least-loaded share scored worse in-sample and held out (docs/background.md)."""
-        from scipy.special import ndtri
-
         s = self.s
         scale = s.base_rate_rps / lam[at]
         stop = np.minimum(s.duration_s * scale, absorbed_at[at])
         taking = np.maximum(machines[at], 1.0)
-        blom = ndtri((taking - 0.375) / (taking + 0.25))
-        least = np.clip(1.0 - self.resident_cv * blom / np.sqrt(np.maximum(nbat[at], 1e-9)), 0.0, 1.0)
-        rate = least * borrowings / np.maximum(stop * taking, 1e-12)
+        rate = self._least_loaded_share(taking, nbat[at]) * borrowings / np.maximum(stop * taking, 1e-12)
         t0 = s.t_s[None, :] * scale[:, None]
         phase = np.minimum(decode[at], np.maximum(stop[:, None] - t0, 0.0))
         # at most one borrowing per decode iteration: a request of one output token has no decode

@@ -675,6 +675,38 @@ def test_a_borrowed_batch_drains_for_what_is_left_of_its_longest_decode(coding: 
     assert np.all(ctx._longest_decode(batches) > 1.5 * np.quantile(dec, batches / (batches + 1.0)))
 
 
+def test_borrowed_machines_drain_their_least_loaded_batch_up_to_their_capacity(coding: Scenario) -> None:
+    """The decode tokens per second the borrowed token machines serve themselves: per
+    borrowing, the least-loaded machine's batch times a resident decode's mean remaining
+    iterations (sampled as a batch met at a random time holds them: length-biased, at uniform
+    ages), over the trace; proportional to the borrowings, none without one, and never more than
+    the machines away could serve at full batch."""
+    hh = get_design("splitwise-hh")
+    analytic._SCENARIOS.entries.clear()
+    evaluate_grid(hh, [3], [3], coding)
+    ((_, _, contexts),) = analytic._SCENARIOS.entries
+    (ctx,) = contexts.values()
+    dec = np.maximum(ctx.s.o_all - 1.0, 0.0)
+    rng = np.random.default_rng(11)
+    resident = rng.choice(dec, size=400_000, p=dec / dec.sum())
+    left = resident - np.floor(rng.random(len(resident)) * resident)
+    assert ctx.mean_left == pytest.approx(float(left.mean()), rel=0.02)
+    at = np.arange(4)
+    T = np.full(4, 20.0)
+    nbat = np.full(4, 12.0)
+    lam = np.full(4, 70.0)
+    borrowings = np.array([0.0, 5.0, 10.0, 1e6])
+    away = np.full(4, 3.0)
+    got = ctx._drained_by_borrowed(at, borrowings, T, away, nbat, lam)
+    least = ctx._least_loaded_share(T, nbat)
+    assert np.all((least > 0.0) & (least < 1.0))
+    horizon_s = ctx.s.duration_s * ctx.s.base_rate_rps / 70.0
+    assert got[0] == 0.0
+    assert got[1] == pytest.approx(5.0 * least[1] * 12.0 * ctx.mean_left / horizon_s, rel=1e-12)
+    assert got[2] == pytest.approx(2.0 * got[1], rel=1e-12)
+    assert got[3] == pytest.approx(3.0 * ctx.decode_capacity, rel=1e-12)
+
+
 def test_a_decode_meets_prompts_only_until_the_trace_ends() -> None:
     """The part of a decode phase during which prompts still arrive (the baselines' stalls):
     all of a phase that ends before the trace's last arrival, what is left of the trace for

@@ -655,20 +655,26 @@ def test_merged_percentiles_are_numpys_over_the_union(
         np.testing.assert_allclose(got[:, r], want, rtol=1e-12, atol=1e-12)
 
 
-def test_a_borrowed_batch_drains_for_what_is_left_of_its_longest_decode(coding: Scenario) -> None:
-    """The drain that keeps a borrowed token machine away: the N/(N + 1) quantile of what is left
-    of a resident decode. A batch met at a random time holds decodes length-biased, each at a
-    uniform age; sampling exactly that reproduces the quantile, and on the coding preset's heavy
-    tail it lies well above the decode lengths' own quantile."""
-    hh = get_design("splitwise-hh")
+def _split_context_and_resident_decodes_left(coding: Scenario):
+    """Splitwise-HH's evaluator context on the coding preset, the workload's decode lengths, and
+    a sample of the iterations still to run of the decodes a batch met at a random time holds
+    (length-biased, each at a uniform age)."""
     analytic._SCENARIOS.entries.clear()
-    evaluate_grid(hh, [3], [3], coding)
+    evaluate_grid(get_design("splitwise-hh"), [3], [3], coding)
     ((_, _, contexts),) = analytic._SCENARIOS.entries
     (ctx,) = contexts.values()
     dec = np.maximum(ctx.s.o_all - 1.0, 0.0)
     rng = np.random.default_rng(7)
     resident = rng.choice(dec, size=400_000, p=dec / dec.sum())
-    left = resident - np.floor(rng.random(len(resident)) * resident)  # iterations still to run
+    return ctx, dec, resident - np.floor(rng.random(len(resident)) * resident)
+
+
+def test_a_borrowed_batch_drains_for_what_is_left_of_its_longest_decode(coding: Scenario) -> None:
+    """The drain that keeps a borrowed token machine away: the N/(N + 1) quantile of what is left
+    of a resident decode. A batch met at a random time holds decodes length-biased, each at a
+    uniform age; sampling exactly that reproduces the quantile, and on the coding preset's heavy
+    tail it lies well above the decode lengths' own quantile."""
+    ctx, dec, left = _split_context_and_resident_decodes_left(coding)
     batches = np.array([3.0, 20.0, 100.0])
     want = np.quantile(left, batches / (batches + 1.0))
     np.testing.assert_allclose(ctx._longest_decode(batches), want, rtol=0.05)
@@ -681,15 +687,7 @@ def test_borrowed_machines_drain_their_least_loaded_batch_up_to_their_capacity(c
     iterations (sampled as a batch met at a random time holds them: length-biased, at uniform
     ages), over the trace; proportional to the borrowings, none without one, and never more than
     the machines away could serve at full batch."""
-    hh = get_design("splitwise-hh")
-    analytic._SCENARIOS.entries.clear()
-    evaluate_grid(hh, [3], [3], coding)
-    ((_, _, contexts),) = analytic._SCENARIOS.entries
-    (ctx,) = contexts.values()
-    dec = np.maximum(ctx.s.o_all - 1.0, 0.0)
-    rng = np.random.default_rng(11)
-    resident = rng.choice(dec, size=400_000, p=dec / dec.sum())
-    left = resident - np.floor(rng.random(len(resident)) * resident)
+    ctx, _, left = _split_context_and_resident_decodes_left(coding)
     assert ctx.mean_left == pytest.approx(float(left.mean()), rel=0.02)
     at = np.arange(4)
     T = np.full(4, 20.0)

@@ -1027,7 +1027,7 @@ class _SplitContext(_Chunkwise):
         replay kept four machines away on average; the seven left then took all the decodes at a
         batch of 137 (token utilization 1.04, unstable), where the DES ran a mean batch of 29
         and met every SLO: the evaluator's frontier was 13 token machines against the DES's 11.
-        With the drains served where they run, it reads 11 (batch 102 at 11 machines)."""
+        With the drains served where they run, it reads 12 (batch 102 at 11 machines)."""
         s = self.s
         horizon_s = s.duration_s * s.base_rate_rps / lam[at]
         taking = np.maximum(T[at], 1.0)

@@ -31,7 +31,9 @@ the validation set never enters the fit.
 `--shift`: other arrivals and request sizes from the same source at the same rate) at the same
 points and rows, and scores that DES against the stored one exactly as `score` scores the
 evaluator, beside the evaluator's scores on both realizations; with several offsets, also the
-stored DES and the evaluator against the per-point majority of all the realizations. A DES
+stored DES and the evaluator against the per-point majority of all the realizations, and the
+walked rows where the evaluator's frontier is more than one machine from every realization's
+(its own error there, whichever realization judges it). A DES
 verdict near the frontier is itself a random variable: an evaluator that does not see a
 realization's own queueing cannot agree with one realization more often than a perfect predictor
 of the verdict's majority would — somewhere between the two realizations' agreement a and
@@ -748,7 +750,8 @@ def realization_agreement(s: DesSet, other: DesSet, kept: list[int]) -> Score:
 
 @dataclass(frozen=True, slots=True)
 class Majority:
-    """Verdicts against the majority of several realizations of each case (the stored one first)."""
+    """Verdicts against the majority of several realizations of each case (the stored one first),
+    and walked rows against every realization's frontier on them."""
 
     realizations: int
     points: int
@@ -756,26 +759,59 @@ class Majority:
     evaluator_agreement: float  # the evaluator (on the stored realization) against the majority
     unanimous: int  # points where every realization's DES gives the same verdict
     evaluator_wrong_on_unanimous: int  # the evaluator's systematic misses: against every realization
+    cases: int  # the cases every rerun kept
+    rows: int  # their walked rows
+    evaluator_rows_off_every: int  # rows more than one machine from every realization's frontier
+    evaluator_cases_off_every: int  # cases with such a row
+    stored_rows_off_others: int  # the stored DES's rows more than one from every rerun's (for scale)
+    stored_cases_off_others: int
 
     def line(self) -> str:
         return (
             f"majority of {self.realizations} realizations over {self.points} points: stored DES "
             f"{self.stored_agreement:6.1%}, evaluator {self.evaluator_agreement:6.1%}; every realization "
-            f"agrees on {self.unanimous}, the evaluator misses {self.evaluator_wrong_on_unanimous} of them"
+            f"agrees on {self.unanimous}, the evaluator misses {self.evaluator_wrong_on_unanimous} of them\n"
+            f"  frontier rows more than one machine from every realization's: evaluator "
+            f"{self.evaluator_rows_off_every} of {self.rows} rows, {self.evaluator_cases_off_every} of "
+            f"{self.cases} cases; the stored DES from every rerun's {self.stored_rows_off_others} rows, "
+            f"{self.stored_cases_off_others} cases"
         )
+
+
+def _off_every(front: int, others: list[int]) -> bool:
+    """A frontier more than one machine from each of `others` (another realization's on the row):
+    off whichever realization it is judged against, not by one realization's noise."""
+    return all(abs(front - o) > 1 for o in others)
 
 
 def majority(s: DesSet, others: list[tuple[DesSet, list[int]]], calibration=None) -> Majority:
     """The stored DES and the evaluator against the per-point majority of the stored realization
-    and the `rerun`s (ties, with an even count, go to "fails"), over the cases every rerun kept.
-    A miss where every realization agrees is the evaluator's own error, not the verdict's noise."""
+    and the `rerun`s (ties, with an even count, go to "fails"), over the cases every rerun kept;
+    and per walked row, whether the evaluator's frontier is more than one machine from every
+    realization's frontier (the stored DES's: from every rerun's). A miss where every realization
+    agrees is the evaluator's own error, not the verdict's noise."""
     kept = sorted(set.intersection(*(set(k) for _, k in others)))
     stored, votes, model = [], [], []
+    rows_n = ev_rows = ev_cases = des_rows = des_cases = 0
     for i in kept:
         at = s.case == i
         stored.append(s.meets[at])
         votes.append(np.stack([s.meets[at]] + [o.meets[o.case == k.index(i)] for o, k in others]))
-        model.append(case_predictions(s, i, calibration)[0])
+        pts, fronts = case_predictions(s, i, calibration)
+        model.append(pts)
+        rerun_fronts = [
+            {int(o.front_prompt[r]): int(o.front_des[r]) for r in np.flatnonzero(o.front_case == k.index(i))}
+            for o, k in others
+        ]
+        ev_off = des_off = 0
+        for r in np.flatnonzero(s.front_case == i):
+            p, mine = int(s.front_prompt[r]), int(s.front_des[r])
+            theirs = [f[p] for f in rerun_fronts]
+            ev_off += _off_every(int(fronts[p]), [mine, *theirs])
+            des_off += _off_every(mine, theirs)
+            rows_n += 1
+        ev_rows, ev_cases = ev_rows + ev_off, ev_cases + (ev_off > 0)
+        des_rows, des_cases = des_rows + des_off, des_cases + (des_off > 0)
     d0 = np.concatenate(stored).astype(bool)
     v = np.concatenate(votes, axis=1).astype(int)
     an = np.concatenate(model).astype(bool)
@@ -788,6 +824,12 @@ def majority(s: DesSet, others: list[tuple[DesSet, list[int]]], calibration=None
         evaluator_agreement=float(np.mean(an == major)),
         unanimous=int(same.sum()),
         evaluator_wrong_on_unanimous=int(np.sum(same & (an != d0))),
+        cases=len(kept),
+        rows=rows_n,
+        evaluator_rows_off_every=ev_rows,
+        evaluator_cases_off_every=ev_cases,
+        stored_rows_off_others=des_rows,
+        stored_cases_off_others=des_cases,
     )
 
 

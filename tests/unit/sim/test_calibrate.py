@@ -100,7 +100,7 @@ def _slice(s: cal.DesSet, cases: list[int]) -> cal.DesSet:
 def test_the_stored_realization_run_again_agrees_with_its_des_everywhere() -> None:
     """`rerun` at shift 0 is the stored DES itself (it is deterministic): same verdicts on the same
     points, same frontiers on the same rows — what makes its scores at other shifts comparable."""
-    s = _slice(cal.load_set(cal.sim_data_dir() / cal.VALIDATION_FILE), [55, 41])
+    s = _slice(cal.load_set(cal.sim_data_dir() / cal.VALIDATION_FILE), [59, 41])
     again, kept = cal.rerun(s, 0, jobs=1)
     assert kept == [0, 1]
     for name in ("prompt", "token", "meets", "uniform", "front_prompt", "front_des"):
@@ -115,6 +115,22 @@ def test_the_stored_realization_run_again_agrees_with_its_des_everywhere() -> No
     assert vote.stored_agreement == 1.0
     assert vote.evaluator_agreement == pytest.approx(model.agreement)
     assert vote.evaluator_wrong_on_unanimous == round(model.points * (1 - model.agreement))
+    # and on the rows: off every realization is off the stored one, and the stored DES is off none
+    # (case 59's first row reads 7 token machines against the DES's 5 as this is written)
+    off = round(model.rows * (1 - model.frontier_within_one))
+    assert (vote.cases, vote.rows) == (2, model.rows)
+    assert vote.evaluator_rows_off_every == off
+    assert (vote.stored_rows_off_others, vote.stored_cases_off_others) == (0, 0)
+    # two reruns whose frontiers are the evaluator's: it is off no realization, and the stored DES
+    # is off every rerun exactly where the evaluator was off it
+    _, fronts = cal.case_predictions(s, 0)
+    _, fronts_1 = cal.case_predictions(s, 1)
+    evaluated = [fronts[int(p)] for p in again.front_prompt[again.front_case == 0]]
+    evaluated += [fronts_1[int(p)] for p in again.front_prompt[again.front_case == 1]]
+    moved = replace(again, front_des=np.array(evaluated, dtype=again.front_des.dtype))
+    vote = cal.majority(s, [(moved, kept), (moved, kept)])
+    assert (vote.evaluator_rows_off_every, vote.evaluator_cases_off_every) == (0, 0)
+    assert vote.stored_rows_off_others == off
 
 
 def test_another_realization_moves_the_seed_and_leaves_out_a_case_it_cannot_run() -> None:

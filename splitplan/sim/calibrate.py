@@ -772,9 +772,9 @@ class Majority:
             f"{self.stored_agreement:6.1%}, evaluator {self.evaluator_agreement:6.1%}; every realization "
             f"agrees on {self.unanimous}, the evaluator misses {self.evaluator_wrong_on_unanimous} of them\n"
             f"  frontier rows more than one machine from every realization's: evaluator "
-            f"{self.evaluator_rows_off_every} of {self.rows} rows, {self.evaluator_cases_off_every} of "
-            f"{self.cases} cases; the stored DES from every rerun's {self.stored_rows_off_others} rows, "
-            f"{self.stored_cases_off_others} cases"
+            f"{self.evaluator_rows_off_every} of {self.rows} rows in {self.evaluator_cases_off_every} of "
+            f"{self.cases} cases; the stored DES from every rerun's: {self.stored_rows_off_others} of "
+            f"{self.rows} rows in {self.stored_cases_off_others} of {self.cases} cases"
         )
 
 

@@ -120,7 +120,7 @@ def test_the_stored_realization_run_again_agrees_with_its_des_everywhere() -> No
     off = round(model.rows * (1 - model.frontier_within_one))
     assert (vote.cases, vote.rows) == (2, model.rows)
     assert vote.evaluator_rows_off_every == off
-    assert f"evaluator {off} of {model.rows} rows in {int(off > 0)} of 2 cases" in vote.line()
+    assert f"evaluator {off} of {model.rows} rows in {vote.evaluator_cases_off_every} of 2" in vote.line()
     assert (vote.stored_rows_off_others, vote.stored_cases_off_others) == (0, 0)
     # two reruns whose frontiers are the evaluator's: it is off no realization, and the stored DES
     # is off every rerun exactly where the evaluator was off it

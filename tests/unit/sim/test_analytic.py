@@ -157,6 +157,19 @@ def test_row_percentiles_match_numpy(values: list[float]) -> None:
     assert np.array_equal(np.sort(in_place, axis=1), np.sort(x, axis=1))  # the same values, moved
 
 
+@given(
+    st.lists(st.integers(-3, 3).map(float), min_size=1, max_size=60),
+    st.lists(st.integers(0, 100), min_size=1, max_size=6),
+)
+@settings(max_examples=80)
+def test_row_percentiles_match_numpy_at_any_percentiles(values: list[float], pcts: list[int]) -> None:
+    # each percentile selects below the previous one's pivot and reads its upper neighbour
+    # between its position and that pivot: ties, repeats and 0 / 100 exercise each path
+    x = np.array([values, values[::-1], sorted(values)])
+    ours = row_percentiles(x, tuple(pcts))
+    assert np.allclose(ours, np.percentile(x, pcts, axis=1), rtol=1e-12, atol=1e-12)
+
+
 def test_bisect_finds_roots_and_clamps_when_there_is_none() -> None:
     target = np.array([2.0, 5.0, 50.0])
     root = bisect_increasing(lambda x: x**2 - target, np.zeros(3), np.full(3, 6.0))

@@ -40,7 +40,7 @@ of the verdict's majority would — somewhere between the two realizations' agre
 (1 + a) / 2 — and its frontier rows cannot land within one machine of one realization's much more
 often than another realization's do. These were the scale against which the queue formulas'
 figures read; the evaluator now replays each realization's own prompt and mixed pools, so it sees
-that much of its queueing and scores above them (97.5 % of the held-out verdicts, against
+that much of its queueing and scores above them (97.6 % of the held-out verdicts, against
 94.2–96.2 % for a second DES realization).
 
 `fit-chunked` refits the chunked-prefill model's correction (`ChunkedCalibration`) on the stored

@@ -484,6 +484,7 @@ def evaluate_grid(
         lambda: _new_context(scenario, design, sample, cap_prompt, cap_token, cal, chunked_calibration),
     )
     block = chunk * _BLOCK_CHUNKS
+    tiled: dict[str, FloatArray] = {}  # a metric's reference latencies, one per value of a row
     for s in range(0, npts, chunk):
         if s % block == 0:
             b, be = s, min(npts, s + block)
@@ -500,8 +501,10 @@ def evaluate_grid(
                 q_sd, q_lat = ttft_q  # a split design's, over the TTFT set (`_SplitContext`)
             else:
                 # the latencies are this chunk's own (nothing reads them after): partitioned in place
-                if lat.shape[-1] != len(ref):  # a baseline's decodes: draws × requests
-                    ref = np.tile(ref, lat.shape[-1] // len(ref))
+                if lat.shape[-1] != len(ref):  # a baseline's decodes: draws × requests (tiled once)
+                    if name not in tiled:
+                        tiled[name] = np.tile(ref, lat.shape[-1] // len(ref))
+                    ref = tiled[name]
                 q_sd = row_percentiles(lat / ref, PERCENTILES, overwrite=True)
                 q_lat = row_percentiles(lat, PERCENTILES, overwrite=True)
             for j, pct in enumerate(PERCENTILES):
@@ -2059,9 +2062,12 @@ class _BaselineContext:
         # `_iteration_residual_s`), then runs
         residual = _iteration_residual_s(tau0, lam[:, None], s.w[None, :], self.cal.baseline_fresh_share)
         ttft = wait + residual * (nb0 > 0) + service
+
         # (points, draws, requests): a per-request array gains the draws' axis, the draws'
         # arrays the points'; each point's row then holds draws × requests latencies
-        draws = lambda a: a[:, None, :]  # noqa: E731
+        def draws(a: FloatArray) -> FloatArray:
+            return a[:, None, :]
+
         decode = _baseline_decode_s(
             self.dec[None, None, :],
             draws(nbd),

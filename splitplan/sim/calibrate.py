@@ -735,15 +735,18 @@ def _rerun_case(
     return _record(case, keys, runs, uniform, fronts)
 
 
+def _walked_fronts(s: DesSet, i: int) -> dict[int, int]:
+    """Case i's DES frontier per walked row of `s`, by prompt count (a baseline's: 0)."""
+    return {int(s.front_prompt[r]): int(s.front_des[r]) for r in np.flatnonzero(s.front_case == i)}
+
+
 def realization_agreement(s: DesSet, other: DesSet, kept: list[int]) -> Score:
     """The DES of `other` (from `rerun`) scored against the DES of `s` as `score` scores the
     evaluator: verdicts on the same points, frontiers on the same rows, over the cases kept."""
-    rows_of = {i: np.flatnonzero(other.front_case == j) for j, i in enumerate(kept)}
 
     def predict(i: int) -> tuple[np.ndarray, dict[int, int]]:
         j = kept.index(i)
-        fronts = {int(other.front_prompt[r]): int(other.front_des[r]) for r in rows_of[i]}
-        return other.meets[other.case == j], fronts
+        return other.meets[other.case == j], _walked_fronts(other, j)
 
     return _agreement(s, predict, cases=kept)
 
@@ -799,13 +802,9 @@ def majority(s: DesSet, others: list[tuple[DesSet, list[int]]], calibration=None
         votes.append(np.stack([s.meets[at]] + [o.meets[o.case == k.index(i)] for o, k in others]))
         pts, fronts = case_predictions(s, i, calibration)
         model.append(pts)
-        rerun_fronts = [
-            {int(o.front_prompt[r]): int(o.front_des[r]) for r in np.flatnonzero(o.front_case == k.index(i))}
-            for o, k in others
-        ]
+        rerun_fronts = [_walked_fronts(o, k.index(i)) for o, k in others]
         ev_off = des_off = 0
-        for r in np.flatnonzero(s.front_case == i):
-            p, mine = int(s.front_prompt[r]), int(s.front_des[r])
+        for p, mine in _walked_fronts(s, i).items():
             theirs = [f[p] for f in rerun_fronts]
             ev_off += _off_every(int(fronts[p]), [mine, *theirs])
             des_off += _off_every(mine, theirs)

@@ -967,7 +967,8 @@ def _candidates(name: str, value: float) -> list[float]:
     return [round(value * f, 4) for f in steps] + ([0.0, 0.1] if value == 0 else [])
 
 
-BASELINE_FIELDS = ("baseline_jsq_spread", "baseline_jsq_sqrt")  # the verdict fields baselines read
+# the verdict fields baselines read
+BASELINE_FIELDS = ("baseline_jsq_spread", "baseline_jsq_sqrt", "baseline_jsq_small_pool")
 TTFT_FIELDS = ("baseline_fresh_share",)  # fitted to the TTFT percentiles (`fit_fresh_share`)
 
 
@@ -1168,7 +1169,7 @@ def chunked_score(cal, rates: tuple[float, ...]) -> ChunkedScore:
 
 
 def fit_chunked(start, log=print):
-    """Grid search over ChunkedCalibration.jsq_sqrt (jsq_spread kept): the value with the best
+    """Grid search over ChunkedCalibration.jsq_sqrt (jsq_spread, jsq_small_pool kept): the value with the best
     mean in-sample agreement (70 req/s); ties keep the current value. Held-out rates are printed
     beside each value, never used to choose."""
     best, best_score = start, chunked_score(start, CHUNKED_IN_SAMPLE_RPS)
@@ -1196,7 +1197,8 @@ def write_chunked_calibration(cal, scores: dict[str, ChunkedScore], path: Path) 
                 "training_designs": ", ".join(meta.get("designs", [])),
                 "searched": "jsq_sqrt over "
                 + ", ".join(f"{v:g}" for v in CHUNKED_JSQ_SQRT)
-                + " (jsq_spread kept from the mixed-batching baselines' form)",
+                + " (jsq_spread kept from the mixed-batching baselines' form, jsq_small_pool from the DES's"
+                + " measurement)",
                 "date": _dt.date.today().isoformat(),
             },
             "chunked_scores": {

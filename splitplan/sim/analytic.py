@@ -1923,8 +1923,9 @@ def _jsq_hit(nbd: float, spread: float, sqrt_coefficient: float, machines: float
     The fewer the machines, the less often one of them is idle or short of decodes when a prompt
     arrives, so the chosen machine's deficit shrinks with the pool (down to none for a single
     machine, which takes every prompt)."""
-    pool = max(1.0 - small_pool / max(machines, 1.0), 0.0)
-    deficit = max(spread * pool, sqrt_coefficient * math.sqrt(nbd) * (1.0 - 1.0 / max(machines, 1.0)))
+    m = max(machines, 1.0)
+    fluctuation = sqrt_coefficient * math.sqrt(nbd) * (1.0 - 1.0 / m)
+    deficit = max(spread * max(1.0 - small_pool / m, 0.0), fluctuation)
     return min(max(1.0 - deficit / max(nbd, 1e-9), 0.0), 1.0)
 
 

@@ -4,6 +4,7 @@
     python -m splitplan.sim.calibrate fit [--write] [--rounds 2]
     python -m splitplan.sim.calibrate fit-chunked [--write]
     python -m splitplan.sim.calibrate score [--set training|validation|both]
+    python -m splitplan.sim.calibrate settle [--set training|validation|both] [--jobs 2]
     python -m splitplan.sim.calibrate reproducibility [--set training|validation|both] [--shift 1 2 …]
 
 `generate` draws cases at random (seeded) over the space users search — both baselines, the four
@@ -57,6 +58,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -321,14 +323,17 @@ def _record(case: Case, keys: list[tuple[int, int]], points: dict, uniform: list
     }
 
 
-def _frontier(run, start: int, lo: int, hi: int) -> tuple[int, dict[int, tuple]]:
+def _frontier(
+    run, start: int, lo: int, hi: int, known: dict[int, tuple] | None = None
+) -> tuple[int, dict[int, tuple]]:
     """DES frontier along one axis: the smallest count in lo..hi that meets the SLOs.
 
     Gallops from `start` (the evaluator's frontier) in steps 1, 2, 4, … until the verdict flips,
     then bisects the bracket, so the count just below the frontier is always a DES run that
-    fails. Returns (frontier, or hi + NONE_MARGIN when even hi fails; the runs by count).
+    fails. Returns (frontier, or hi + NONE_MARGIN when even hi fails; the runs by count, `known`'s
+    included: runs already made on the row are not made again).
     """
-    runs: dict[int, tuple] = {}
+    runs: dict[int, tuple] = dict(known or {})
 
     def meets(x: int) -> bool:
         if x not in runs:
@@ -366,6 +371,22 @@ def _frontier(run, start: int, lo: int, hi: int) -> tuple[int, dict[int, tuple]]
         else:
             bad = mid
     return good, runs
+
+
+def _settled(run, runs: dict[int, tuple], front: int, lo: int, hi: int) -> tuple[int, dict[int, tuple]]:
+    """A walked row's frontier made consistent with every DES run on the row: while some run
+    meets below it, walk down again from the lowest such run.
+
+    Why: the walk assumes the DES verdict is monotone in the count, and near a knife edge it is
+    not. A run that meets below the walked frontier (a uniform or extra point, or a walk that
+    galloped past a feasible island) proves the smallest feasible count lower; the walk down
+    from it ends, as every walk does, on a count that meets with the count below it failing.
+    Returns the frontier and the row's runs, the new ones included."""
+    while True:
+        below = [x for x, r in runs.items() if r[0] and x < front]
+        if not below:
+            return front, runs
+        front, runs = _frontier(run, min(below), lo, hi, runs)
 
 
 def _extra(f: int, n: int, rng: np.random.Generator) -> set[int]:
@@ -444,8 +465,24 @@ def run_case(index: int, case: Case, parity: int, seed: int, models: tuple[str, 
     for k in uniform:
         if k not in points:
             points[k] = _des(design, sc, k[0], k[1])
+    fronts = [_settle_row(design, sc, points, p, f, top) for p, f, top in fronts]
     keys = sorted(points)
     return _record(fitted, keys, points, [k in uniform for k in keys], fronts)
+
+
+def _on_row(points: dict[tuple[int, int], tuple], p: int) -> dict[int, tuple]:
+    """A case's runs on the walked row at `p` prompt machines, by token count (a baseline's row,
+    p = 0, by machine count: its points are keyed (machines, 0))."""
+    if p == 0:
+        return {k[0]: r for k, r in points.items()}
+    return {k[1]: r for k, r in points.items() if k[0] == p}
+
+
+def _settle_row(design, scenario, points: dict, p: int, front: int, top: int) -> tuple[int, int, int]:
+    """`_settled` on one walked row of a case; the runs it adds go into `points`."""
+    f, runs = _settled(_probe(design, scenario, p), _on_row(points, p), front, 1, top)
+    points.update({((x, 0) if p == 0 else (p, x)): r for x, r in runs.items()})
+    return p, f, top
 
 
 # ---------------------------------------------------------------------------------------------
@@ -485,7 +522,7 @@ def fingerprint(s: DesSet) -> str:
     return "sha256:" + h.hexdigest()
 
 
-def _assemble(results: list[dict | None], meta: dict) -> DesSet:
+def _assemble(results: Sequence[dict | None], meta: dict) -> DesSet:
     kept = [r for r in results if r is not None]
     cases = [Case(**r["case"]) for r in kept]
     idx = np.concatenate([np.full(len(r["prompt"]), i, dtype=np.int32) for i, r in enumerate(kept)])
@@ -505,6 +542,83 @@ def _assemble(results: list[dict | None], meta: dict) -> DesSet:
         front_top=np.array([f[3] for f in fr], dtype=np.int16),
         meta=meta,
     )
+
+
+def _records(s: DesSet) -> list[dict]:
+    """The set as `_assemble` reads it: one `_record` per case (its inverse)."""
+    out = []
+    for i, case in enumerate(s.cases):
+        at = np.flatnonzero(s.case == i)
+        rows = np.flatnonzero(s.front_case == i)
+        out.append(
+            {
+                "case": asdict(case),
+                "uniform": s.uniform[at].tolist(),
+                "prompt": s.prompt[at].tolist(),
+                "token": s.token[at].tolist(),
+                "meets": s.meets[at].tolist(),
+                "stable": s.stable[at].tolist(),
+                "slowdown": s.slowdown[at].tolist(),
+                "fronts": [(int(s.front_prompt[r]), int(s.front_des[r]), int(s.front_top[r])) for r in rows],
+            }
+        )
+    return out
+
+
+def _unsettled(record: dict) -> bool:
+    """Whether some run of the case meets below the frontier of the walked row it lies on."""
+    points = {
+        (p, t): (m,) for p, t, m in zip(record["prompt"], record["token"], record["meets"], strict=True)
+    }
+    return any(any(r[0] and x < f for x, r in _on_row(points, p).items()) for p, f, _ in record["fronts"])
+
+
+def _settle_case(record: dict) -> tuple[dict, int]:
+    """One stored case with its walked rows settled; and how many DES runs that took."""
+    keys = list(zip(record["prompt"], record["token"], strict=True))
+    points = {
+        k: (m, st, sl)
+        for k, m, st, sl in zip(keys, record["meets"], record["stable"], record["slowdown"], strict=True)
+    }
+    uniform = {k for k, u in zip(keys, record["uniform"], strict=True) if u}
+    case = Case(**record["case"])
+    design, sc = _built(case)
+    stored = len(points)
+    fronts = [_settle_row(design, sc, points, p, f, top) for p, f, top in record["fronts"]]
+    keys = sorted(points)
+    return _record(case, keys, points, [k in uniform for k in keys], fronts), len(points) - stored
+
+
+def settle_set(s: DesSet, jobs: int = 2) -> tuple[DesSet, int, int]:
+    """The set with every walked row settled (`_settled`), the new DES runs stored as points
+    outside the uniform slice. Returns the set and how many rows moved and DES runs it took.
+
+    Why: sets generated before the walk settled its rows hold a few rows where a stored run meets
+    below the walked frontier, so their recorded frontier is not the DES's smallest feasible
+    count; settling them makes the stored set what `generate` writes now (the same rule), and a
+    settled set comes back unchanged."""
+    from joblib import Parallel, delayed
+
+    records = _records(s)
+    todo = [i for i, r in enumerate(records) if _unsettled(r)]
+    if not todo:
+        return s, 0, 0
+    done = Parallel(n_jobs=jobs)(delayed(_settle_case)(records[i]) for i in todo)
+    moved = runs = 0
+    for i, (record, added) in zip(todo, done, strict=True):
+        moved += sum(a[1] != b[1] for a, b in zip(records[i]["fronts"], record["fronts"], strict=True))
+        runs += added
+        records[i] = record
+    settled = s.meta.get("settled", {"rows": 0, "runs": 0})
+    meta = {
+        **s.meta,
+        "settled": {
+            "rows": settled["rows"] + moved,
+            "runs": settled["runs"] + runs,
+            "command": "python -m splitplan.sim.calibrate settle",
+        },
+    }
+    return _assemble(records, meta), moved, runs
 
 
 def save_set(s: DesSet, path: Path) -> None:
@@ -727,9 +841,11 @@ def _rerun_case(
     try:
         design, sc = case.build()
         runs = {(p, t): _des(design, sc, p, t) for p, t in keys}
-        fronts = [
-            (p, _frontier(_probe(design, sc, p), min(start, top), 1, top)[0], top) for p, start, top in walks
-        ]
+        fronts = []
+        for p, start, top in walks:
+            probe = _probe(design, sc, p)
+            f, walked = _frontier(probe, min(start, top), 1, top, _on_row(runs, p))
+            fronts.append((p, _settled(probe, walked, f, 1, top)[0], top))
     except SplitplanError:
         return None
     return _record(case, keys, runs, uniform, fronts)
@@ -1265,6 +1381,9 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--rounds", type=_at_least_one, default=2, help="coordinate-search passes over the fields")
     c = sub.add_parser("fit-chunked", help="refit the ChunkedCalibration on the stored chunked DES sweeps")
     c.add_argument("--write", action="store_true", help=f"store the fit in data/sim/{CALIBRATION_FILE}")
+    t = sub.add_parser("settle", help="walk again below any stored run that meets")
+    t.add_argument("--set", choices=("training", "validation", "both"), default="both")
+    t.add_argument("--jobs", type=_jobs, default=2)
     s = sub.add_parser("score", help="score the shipped Calibration")
     s.add_argument("--set", choices=("training", "validation", "both"), default="both")
     r = sub.add_parser("reproducibility", help="score the DES against another realization of every case")
@@ -1293,6 +1412,15 @@ def _run(args: argparse.Namespace) -> int:
                 f"walked rows in {ds.meta['wall_s']:.0f} s; {ds.fingerprint}",
                 flush=True,
             )
+        return 0
+    if args.cmd == "settle":
+        for which in ("training", "validation") if args.set == "both" else (args.set,):
+            path = out / (TRAINING_FILE if which == "training" else VALIDATION_FILE)
+            ds, moved, runs = settle_set(load_set(path), args.jobs)
+            if moved or runs:
+                save_set(ds, path)
+            line = f"{path.name}: {moved} walked rows moved, {runs} DES runs added; {ds.fingerprint}"
+            print(line, flush=True)
         return 0
     if args.cmd == "fit-chunked":
         from splitplan.sim.analytic import CHUNKED_CALIBRATION

@@ -61,7 +61,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -1367,10 +1367,15 @@ def _jobs(text: str) -> int:
     return n
 
 
+class _Parser(argparse.ArgumentParser):
+    """A bad argument is one line naming it and exit 2 (argparse's own prints its usage first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m splitplan.sim.calibrate", description=__doc__.splitlines()[0]
-    )
+    ap = _Parser(prog="python -m splitplan.sim.calibrate", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("generate", help="run the DES on a training or validation set of cases")
     g.add_argument("--set", choices=("training", "validation", "both"), default="both")

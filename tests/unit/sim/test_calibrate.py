@@ -256,6 +256,26 @@ def test_a_missing_or_altered_set_is_one_line_and_exit_2(tmp_path, monkeypatch, 
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["settle", "--jobs", "0"], "--jobs"),
+        (["score", "--set", "nope"], "--set"),
+        (["fit", "--rounds", "0"], "--rounds"),
+        (["generate", "--bogus"], "--bogus"),
+        ([], "cmd"),
+    ],
+)
+def test_a_bad_argument_is_one_line_and_exit_2(argv, named, capsys) -> None:
+    with pytest.raises(SystemExit) as stop:
+        cal.main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith("python -m splitplan.sim.calibrate")
+    assert named in err
+
+
 def test_a_case_whose_longer_workload_outgrows_an_instance_is_drawn_again(monkeypatch) -> None:
     # training case 59 (BLOOM-176B on MI300X TP2 instances) run for 80–240 s holds a request whose
     # KV cache fits no instance (the rate probe's shorter workload does not): the case is drawn

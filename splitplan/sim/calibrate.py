@@ -382,11 +382,14 @@ def _settled(run, runs: dict[int, tuple], front: int, lo: int, hi: int) -> tuple
     galloped past a feasible island) proves the smallest feasible count lower; the walk down
     from it ends, as every walk does, on a count that meets with the count below it failing.
     Returns the frontier and the row's runs, the new ones included."""
-    while True:
-        below = [x for x, r in runs.items() if r[0] and x < front]
-        if not below:
-            return front, runs
+    while below := _meeting_below(runs, front):
         front, runs = _frontier(run, min(below), lo, hi, runs)
+    return front, runs
+
+
+def _meeting_below(runs: dict[int, tuple], front: int) -> list[int]:
+    """The counts of a row's runs (verdict first) that meet below its frontier."""
+    return [x for x, r in runs.items() if r[0] and x < front]
 
 
 def _extra(f: int, n: int, rng: np.random.Generator) -> set[int]:
@@ -570,7 +573,7 @@ def _unsettled(record: dict) -> bool:
     points = {
         (p, t): (m,) for p, t, m in zip(record["prompt"], record["token"], record["meets"], strict=True)
     }
-    return any(any(r[0] and x < f for x, r in _on_row(points, p).items()) for p, f, _ in record["fronts"])
+    return any(_meeting_below(_on_row(points, p), f) for p, f, _ in record["fronts"])
 
 
 def _settle_case(record: dict) -> tuple[dict, int]:

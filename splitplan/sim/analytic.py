@@ -47,7 +47,9 @@ percentiles come from per-request latencies just as in the discrete-event simula
 Everything else is vectorized over (points × sampled requests) in bounded chunks; the same sample
 and the same stratified quantiles are used for every point (common random numbers), so the landscape
 is smooth and a point's verdict does not flicker with its neighbours. Load moments (mean prompt
-time, mean decode length, resident context) come from the whole workload, not the sample.
+time, mean decode length, resident context) come from the whole workload, not the sample. The
+sample and the TTFT set are drawn from the requests the DES counts, those arriving from the
+config's warmup_s on; the ones before still load the cluster.
 
 The approximation's corrections (`Calibration`) are data, data/sim/analytic_calibration.toml,
 fitted by `python -m splitplan.sim.calibrate fit --write` to a training set of DES runs drawn over
@@ -361,17 +363,24 @@ def _draw_sample(scenario: Scenario, n: int | None) -> _Sample:
     if not isinstance(size, int | np.integer) or isinstance(size, bool) or size < 10:
         raise InputError(f"sample_size must be an integer ≥ 10, got {n!r}")
     rng = np.random.default_rng(np.random.SeedSequence([int(scenario.seed), _SAMPLE_SALT]))
-    if wl.n <= size:
-        idx = np.arange(wl.n)
+    # The percentiles count the requests the DES counts: those arriving from `warmup_s` on (all of
+    # them by default). The ones before still load the cluster (the replays and the marches run
+    # the whole workload); they are only not sampled.
+    counted = np.flatnonzero(wl.arrival_s >= scenario.sim.warmup_s)
+    if len(counted) < 2:
+        raise InputError(
+            f"workload {wl.name!r} needs at least 2 requests for the analytic evaluator"
+            + (f" from warmup_s = {scenario.sim.warmup_s:g} on" if scenario.sim.warmup_s > 0 else "")
+        )
+    # by (prompt, output) size: the systematic samples below represent every size stratum in
+    # proportion, which keeps the percentiles' sampling noise low
+    by_size = counted[np.lexsort((wl.output_tokens[counted], wl.prompt_tokens[counted]))]
+    if len(counted) <= size:
+        idx = counted
     else:
-        # systematic sample over requests ordered by (prompt, output) size: every size stratum is
-        # represented in proportion, which keeps the percentiles' sampling noise low
-        order = np.lexsort((wl.output_tokens, wl.prompt_tokens))
-        pos = ((np.arange(size) + rng.random()) * (wl.n / size)).astype(np.int64)
-        idx = np.sort(order[np.minimum(pos, wl.n - 1)])
+        pos = ((np.arange(size) + rng.random()) * (len(counted) / size)).astype(np.int64)
+        idx = np.sort(by_size[np.minimum(pos, len(counted) - 1)])
     m = len(idx)
-    if m < 2:
-        raise InputError(f"workload {wl.name!r} needs at least 2 requests for the analytic evaluator")
     p = wl.prompt_tokens[idx].astype(np.float64)
     o = wl.output_tokens[idx].astype(np.float64)
     t = wl.arrival_s[idx] - wl.arrival_s[0]
@@ -393,14 +402,14 @@ def _draw_sample(scenario: Scenario, n: int | None) -> _Sample:
     duration = max(float(wl.arrival_s[-1] - wl.arrival_s[0]), 1e-9)
     rate = wl.interarrival_rate_rps
     # A split design's prompt pool is replayed request by request (`_SplitContext._replayed`), so
-    # its TTFT percentiles come from every request of the workload (a systematic sample of
+    # its TTFT percentiles come from every counted request of the workload (a systematic sample of
     # _TTFT_SET of them, by size, for larger ones), not from the `size` sampled ones: near a TTFT
     # limit the sample's P90/P99 missed the DES's by a few percent and flipped whole rows.
-    if wl.n <= _TTFT_SET:
-        ttft_set = np.arange(wl.n)
+    if len(counted) <= _TTFT_SET:
+        ttft_set = counted
     else:
-        order = np.lexsort((wl.output_tokens, wl.prompt_tokens))
-        ttft_set = np.sort(order[((np.arange(_TTFT_SET) + 0.5) * (wl.n / _TTFT_SET)).astype(np.int64)])
+        at = ((np.arange(_TTFT_SET) + 0.5) * (len(counted) / _TTFT_SET)).astype(np.int64)
+        ttft_set = np.sort(by_size[at])
     ref_ttft_set = reference_latencies(ref, wl.prompt_tokens[ttft_set], wl.output_tokens[ttft_set])[0]
     sample = _Sample(
         p,

@@ -340,6 +340,50 @@ def test_sample_quantiles_are_stratified_within_every_size_stratum(coding: Scena
         assert np.max(np.abs(np.sort(s.w) - (np.arange(m) + 0.5) / m)) < 0.01
 
 
+def test_the_warmup_requests_are_not_sampled_and_still_load_the_cluster(coding: Scenario) -> None:
+    # the DES leaves requests arriving before warmup_s out of its percentiles; so does the
+    # evaluator: its sample and TTFT set are drawn from the others, its replays run them all
+    from dataclasses import replace
+
+    warm = replace(coding, sim=replace(coding.sim, warmup_s=20.0))
+    arrivals = coding.workload.arrival_s
+    s = analytic._draw_sample(warm, None)
+    assert np.all(arrivals[s.at] >= 20.0)
+    assert np.all(arrivals[s.ttft_set] >= 20.0)
+    assert len(s.t_all) == coding.workload.n  # the load is the whole workload's
+    full = analytic._draw_sample(coding, None)
+    assert np.any(arrivals[full.at] < 20.0)
+    # a split design's TTFT percentiles come from the replayed prompt pool, request by request as
+    # in the DES: over the counted requests they are the DES's, and differ from those over all
+    d = get_design("splitwise-hh")
+    config = ClusterConfig(design=d, prompt_machines=12, token_machines=20)
+    for sc in (coding, warm):
+        got = evaluate_grid(d, np.array([12]), np.array([20]), sc)
+        des = simulate_des(config, sc)
+        for key in ("ttft_p50", "ttft_p90", "ttft_p99"):
+            assert got.slowdown[key][0] == pytest.approx(des.slowdown[key], rel=0.005), (sc.sim.warmup_s, key)
+    cold = evaluate_grid(d, np.array([12]), np.array([20]), coding).slowdown["ttft_p90"][0]
+    hot = evaluate_grid(d, np.array([12]), np.array([20]), warm).slowdown["ttft_p90"][0]
+    assert abs(hot / cold - 1.0) > 0.01
+    # a baseline's TBT P90 moves as the DES's does
+    b = get_design("baseline-h100")
+    moved = [
+        evaluate_grid(b, np.array([30]), np.array([0]), sc).slowdown["tbt_p90"][0] for sc in (coding, warm)
+    ]
+    moved_des = [simulate_des(ClusterConfig.baseline(b, 30), sc).slowdown["tbt_p90"] for sc in (coding, warm)]
+    assert moved[1] != moved[0]
+    assert np.sign(moved[1] - moved[0]) == np.sign(moved_des[1] - moved_des[0])
+
+
+def test_a_warmup_leaving_one_request_is_an_input_error(coding: Scenario) -> None:
+    from dataclasses import replace
+
+    last = float(coding.workload.arrival_s[-1])
+    lone = replace(coding, sim=replace(coding.sim, warmup_s=last))
+    with pytest.raises(InputError, match="warmup_s"):
+        evaluate_grid(get_design("splitwise-hh"), np.array([10]), np.array([10]), lone)
+
+
 @pytest.mark.parametrize("perf", ["analytic", "profile"])
 def test_baseline_mixed_means_by_distinct_sizes_equal_the_mean_over_requests(perf, profile_csv) -> None:
     # the tables are built from the distinct prompt sizes (memory independent of the request

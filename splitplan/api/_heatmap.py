@@ -267,9 +267,11 @@ def heatmap(
     search forecasts its runs at the start: exact for the DES engine, the screen's forecast for the
     hybrid, whose total grows only by the runs the DES's disagreements add).
     """
-    from splitplan.sim.analytic import evaluate_grid
+    from splitplan.sim.analytic import check_modelled, evaluate_grid
 
     eng = parse_enum(Engine, engine, "engine")
+    if eng is Engine.ANALYTIC:
+        check_modelled(design, scenario)
     if design.is_baseline:
         raise InputError(f"{design.name} is a baseline (one pool): a heatmap needs a Splitwise design")
     for what, (lo, hi) in (("prompt_range", prompt_range), ("token_range", token_range)):

@@ -371,6 +371,11 @@ def search(
     notes: list[str] = []
     problem = build_problem(req, float(rate), notes)
     _check_instances_fit(problem, scenario)
+    if problem.engine is Engine.ANALYTIC:
+        from splitplan.sim.analytic import check_modelled
+
+        for space in problem.spaces:
+            check_modelled(space.design(), scenario)
     if req.chunk_tokens is not None and not any(sp.name in CHUNKED_DESIGNS for sp in problem.spaces):
         raise InputError(
             "`chunk_tokens` applies to chunked-prefill designs: add `design` chunked-a100 or chunked-h100"

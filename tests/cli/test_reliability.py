@@ -71,6 +71,41 @@ def test_config_nonsense_is_refused(tmp_path, capsys, body, needle) -> None:
 
 
 @pytest.mark.parametrize(
+    ("interrupts", "argv", "refused"),
+    [
+        ("never", ["simulate", "--design", "baseline-h100", "--machines", "3"], "--engine des"),
+        ("never", SIM, "--engine des"),
+        ("baseline", SIM, "--engine des"),
+        ("never", ["search", "--design", "splitwise-hh", "--max-machines", "3"], "--engine des or hybrid"),
+        (
+            "baseline",
+            ["heatmap", "--design", "splitwise-hh", "--prompt-range", "1:2", "--token-range", "1:2"],
+            "--engine des or hybrid",
+        ),
+        ("baseline", ["simulate", "--design", "baseline-h100", "--machines", "3"], None),
+        ("never", ["simulate", "--design", "chunked-h100", "--machines", "3"], None),
+    ],
+)
+def test_a_setting_only_the_des_simulates_is_refused_by_the_analytic_engine(
+    tmp_path, capsys, interrupts, argv, refused
+) -> None:
+    # the evaluator lets a prompt interrupt the decodes of a mixed-batching machine; where the
+    # config says it does not, an answer from the evaluator alone would ignore the setting
+    f = tmp_path / "c.toml"
+    f.write_text(f'prompt_interrupts_decodes = "{interrupts}"\n')
+    args = [*argv, "--rate", "5", "--duration", "5", "--config", str(f)]
+    if "heatmap" in argv:
+        args += ["--out", str(tmp_path / "h.parquet")]
+    if refused is None:
+        assert _json(capsys, [*args, "--engine", "analytic"])["engine"] == "analytic"
+        return
+    line = _error(capsys, [*args, "--engine", "analytic"], "prompt_interrupts_decodes")
+    assert line.endswith(refused)
+    if argv[0] == "simulate":  # the DES takes it
+        assert _json(capsys, [*args, "--engine", "des"])["engine"] == "des"
+
+
+@pytest.mark.parametrize(
     ("argv", "needle"),
     [
         (["perf", "check", "--profile", "x.csv", "--seed", "-1"], "--seed"),

@@ -375,6 +375,40 @@ def test_the_warmup_requests_are_not_sampled_and_still_load_the_cluster(coding: 
     assert np.sign(moved[1] - moved[0]) == np.sign(moved_des[1] - moved_des[0])
 
 
+@pytest.mark.parametrize(
+    ("design", "interrupts", "refused"),
+    [
+        ("baseline-h100", "always", False),
+        ("baseline-h100", "baseline", False),
+        ("baseline-h100", "never", True),
+        ("splitwise-hh", "always", False),
+        ("splitwise-hh", "baseline", True),
+        ("splitwise-hh", "never", True),
+        ("chunked-h100", "never", False),
+    ],
+)
+def test_check_modelled_refuses_what_only_the_des_simulates(
+    coding: Scenario, design: str, interrupts: str, refused: bool
+) -> None:
+    from dataclasses import replace
+
+    sc = replace(coding, sim=replace(coding.sim, prompt_interrupts_decodes=interrupts))
+    d = get_design(design)
+    config = (
+        ClusterConfig.baseline(d, 30)
+        if d.is_baseline
+        else ClusterConfig(design=d, prompt_machines=6, token_machines=12)
+    )
+    if refused:
+        with pytest.raises(InputError, match="prompt_interrupts_decodes"):
+            analytic.check_modelled(d, sc)
+        with pytest.raises(InputError, match=r"engine` des$"):
+            simulate_analytic(config, sc)
+    else:
+        analytic.check_modelled(d, sc)
+        assert simulate_analytic(config, sc).meets_slo in (True, False)
+
+
 def test_a_warmup_leaving_one_request_is_an_input_error(coding: Scenario) -> None:
     from dataclasses import replace
 

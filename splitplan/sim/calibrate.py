@@ -568,22 +568,23 @@ def _records(s: DesSet) -> list[dict]:
     return out
 
 
+def _record_points(record: dict) -> dict[tuple[int, int], tuple]:
+    """A stored case's DES runs by (prompt, token) count, as `_des` returns them."""
+    keys = zip(record["prompt"], record["token"], strict=True)
+    runs = zip(record["meets"], record["stable"], record["slowdown"], strict=True)
+    return dict(zip(keys, runs, strict=True))
+
+
 def _unsettled(record: dict) -> bool:
     """Whether some run of the case meets below the frontier of the walked row it lies on."""
-    points = {
-        (p, t): (m,) for p, t, m in zip(record["prompt"], record["token"], record["meets"], strict=True)
-    }
+    points = _record_points(record)
     return any(_meeting_below(_on_row(points, p), f) for p, f, _ in record["fronts"])
 
 
 def _settle_case(record: dict) -> tuple[dict, int]:
     """One stored case with its walked rows settled; and how many DES runs that took."""
-    keys = list(zip(record["prompt"], record["token"], strict=True))
-    points = {
-        k: (m, st, sl)
-        for k, m, st, sl in zip(keys, record["meets"], record["stable"], record["slowdown"], strict=True)
-    }
-    uniform = {k for k, u in zip(keys, record["uniform"], strict=True) if u}
+    points = _record_points(record)
+    uniform = {k for k, u in zip(points, record["uniform"], strict=True) if u}
     case = Case(**record["case"])
     design, sc = _built(case)
     stored = len(points)

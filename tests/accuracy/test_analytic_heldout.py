@@ -14,7 +14,10 @@ evaluator replays the prompt and mixed pools (splitplan.sim._prompt_replay) and 
 are settled it agrees with the held-out DES on 97.7 % of the frontier-dense points (99.4 % of the
 uniform slice) and 99.5 % of all rows are within one machine, but 98.0 % of the cases have 95 %
 of theirs, two short (docs/background.md says where it misses), so the tests hold the measured
-figures as floors, a little below them.
+figures as floors, a little below them. On draws the evaluator was never developed on
+(`python -m splitplan.sim.calibrate holdout`) it does less well: ten draws of 100 cases,
+pooled, give 95.1 % of the verdicts (99.1 % of the uniform slice), 95.2 % of the rows within
+one machine and 87.9 % of the cases; one such draw runs live here.
 The floors are regression guards: a refit or a change of the queue model that loses held-out
 accuracy fails here, and the floors are raised as the model improves.
 """
@@ -45,6 +48,12 @@ MIN_HELD_OUT_FRONTIER = 0.99  # measured 0.995
 MIN_HELD_OUT_CASES = 0.97  # measured 0.980 (cases with ≥ 95 % of their rows within one machine)
 MAX_HELD_OUT_BASELINE_TTFT_ERROR = 0.045  # measured 0.038 (0.112 with half an iteration's wait for all)
 LIVE_SLICE = 12  # validation points re-simulated live to detect a stale set
+# A fresh held-out draw (`calibrate holdout`), drawn and run live: seed 15013, 30 cases, never
+# used to develop the evaluator. Measured 96.7 % of the verdicts (99.5 % of the uniform slice),
+# 98.3 % of the rows within one machine, 93.1 % of the cases; ten fresh draws of 100 cases pooled
+# gave 95.1 / 99.1 / 95.2 / 87.9 % (docs/background.md, "Fresh held-out draws").
+FRESH_SEED, FRESH_CASES = 15_013, 30
+MIN_FRESH_AGREEMENT, MIN_FRESH_UNIFORM, MIN_FRESH_FRONTIER, MIN_FRESH_CASES = 0.95, 0.985, 0.96, 0.89
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +144,20 @@ def test_held_out_verdict_agreement(held_out_score) -> None:
 def test_held_out_frontier_within_one_machine(held_out_score) -> None:
     assert held_out_score.frontier_within_one >= MIN_HELD_OUT_FRONTIER, held_out_score.line()
     assert held_out_score.cases_frontier_ok >= MIN_HELD_OUT_CASES, held_out_score.line()
+
+
+def test_a_fresh_held_out_draw() -> None:
+    """The stored validation set has been scored at every change since it was generated, so it
+    is no longer quite held out; a draw the evaluator was never developed on is. It is also the
+    stricter test: its rows sit at the shipped evaluator's own edge of feasibility. Drawn and run
+    live (the DES included), so a change to the evaluator is judged where it is least sure."""
+    s = cal.holdout(FRESH_SEED, jobs=1, n=FRESH_CASES)
+    got = cal.score(s, CALIBRATION)
+    assert len(s.cases) >= FRESH_CASES - 2
+    assert got.agreement >= MIN_FRESH_AGREEMENT, got.line()
+    assert got.uniform_agreement >= MIN_FRESH_UNIFORM, got.line()
+    assert got.frontier_within_one >= MIN_FRESH_FRONTIER, got.line()
+    assert got.cases_frontier_ok >= MIN_FRESH_CASES, got.line()
 
 
 def test_held_out_baseline_ttft_percentiles(validation) -> None:

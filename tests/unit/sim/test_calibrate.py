@@ -263,6 +263,8 @@ def test_a_missing_or_altered_set_is_one_line_and_exit_2(tmp_path, monkeypatch, 
         (["score", "--set", "nope"], "--set"),
         (["fit", "--rounds", "0"], "--rounds"),
         (["generate", "--bogus"], "--bogus"),
+        (["holdout"], "--seed"),
+        (["holdout", "--seed", "x"], "--seed"),
         ([], "cmd"),
     ],
 )
@@ -303,3 +305,72 @@ def test_the_fresh_share_is_fitted_to_the_ttft_error_alone(monkeypatch) -> None:
     assert "0.9 → 0.3" in lines[0]
     assert "baseline_fresh_share" in cal.TTFT_FIELDS
     assert "baseline_fresh_share" not in cal.BASELINE_FIELDS
+
+
+def test_misses_are_the_rows_score_counts_off_with_where_they_part() -> None:
+    """`misses` lists exactly the walked rows `score` counts more than one machine off, each with the
+    evaluator's binding SLO at the first pool size the two disagree on (a join delay five times
+    the fitted one makes an evaluator that misses rows on both kinds of design)."""
+    from splitplan.sim.analytic import CALIBRATION
+
+    s = _slice(cal.load_set(cal.sim_data_dir() / cal.VALIDATION_FILE), [59, 93, 1, 2, 3, 6])
+    off = replace(CALIBRATION, join_fraction=5 * CALIBRATION.join_fraction, baseline_jsq_spread=8.0)
+    sc = cal.score(s, off)
+    found = cal.misses(s, off)
+    assert len(found) == sc.rows - round(sc.frontier_within_one * sc.rows) > 0
+    assert {m.prompt_machines == 0 for m in found} == {True, False}
+    for m in found:
+        assert abs(m.evaluator - m.des) > 1
+        assert m.at == max(min(m.des - 1 if m.evaluator < m.des else m.des, m.top), 1)
+        assert m.slo in cal.SLO_KEYS
+        assert np.isfinite(m.evaluator_value)
+        line = m.line()
+        assert line.startswith(f"case {m.case} ({s.cases[m.case].label()})")
+        assert ("optimistic" in line) == (m.evaluator < m.des)
+
+
+def test_a_case_label_names_a_custom_pairs_instances() -> None:
+    drawn = cal.draw_cases(cal.VALIDATION_SEED, 1, held_out=True)[0]
+    custom = replace(
+        drawn, design="custom", prompt_node="mi300x-8x", token_node="l40s-8x", prompt_tp=2, token_tp=4
+    )
+    custom = replace(custom, prompt_precision="fp16", token_precision="fp8", token_power_cap=0.8)
+    custom = replace(custom, model="mixtral-8x22b", workload="trace:a/b/x.csv", rate_rps=81.1)
+    assert custom.label() == (
+        "custom mi300x-8x TP2 fp16 → l40s-8x TP4 fp8 at 80% power, mixtral-8x22b, x.csv at 81.1 req/s"
+    )
+    paper = replace(custom, design="splitwise-ha", workload="coding")
+    assert paper.label() == "splitwise-ha, mixtral-8x22b, coding at 81.1 req/s"
+
+
+def test_holdout_draws_a_fresh_seeded_set_and_scores_it(tmp_path, capsys) -> None:
+    """A fresh held-out draw (two cases) runs, prints its score, and stores a set that scores the
+    same again; the same seed draws the same set."""
+    out = tmp_path / "h.npz"
+    argv = ["holdout", "--seed", "3", "--cases", "2", "--jobs", "1", "--misses"]
+    assert cal.main([*argv, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("seed 3 ")
+    assert "walked rows more than one machine off" in printed
+    s = cal.load_set(out)
+    assert (s.meta["set"], s.meta["seed"], len(s.cases)) == ("holdout", 3, 2)
+    assert {c.model for c in s.cases} <= set(cal.TRAINING_MODELS + cal.HELD_OUT_MODELS)
+    assert all(int(np.floor(np.log2(c.rate_rps) / cal.RATE_BAND_OCTAVES)) % 2 == 1 for c in s.cases)
+    assert cal.holdout(3, jobs=1, n=2).fingerprint == s.fingerprint
+    assert cal.main(["score", "--file", str(out)]) == 0
+    again = capsys.readouterr().out.splitlines()[0]
+    assert again.removeprefix("h.npz").strip() == printed.splitlines()[0].removeprefix("seed 3").strip()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["holdout", "--seed", str(cal.TRAINING_SEED)], "the training set's seed"),
+        (["holdout", "--seed", "3", "--out", "here.csv"], "--out here.csv: name an .npz file"),
+    ],
+)
+def test_holdout_refuses_the_training_seed_and_an_output_it_cannot_write(argv, message, capsys) -> None:
+    assert cal.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert message in err

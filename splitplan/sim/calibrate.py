@@ -5,7 +5,8 @@
     python -m splitplan.sim.calibrate fit-chunked [--write]
     python -m splitplan.sim.calibrate score [--set training|validation|both | --file F] [--misses]
     python -m splitplan.sim.calibrate settle [--set training|validation|both] [--jobs 2]
-    python -m splitplan.sim.calibrate reproducibility [--set training|validation|both] [--shift 1 2 …]
+    python -m splitplan.sim.calibrate reproducibility [--set training|validation|both | --file F]
+        [--shift 1 2 …]
     python -m splitplan.sim.calibrate holdout --seed S [--cases 100] [--jobs 2] [--out F] [--misses]
 
 `generate` draws cases at random (seeded) over the space users search — both baselines, the four
@@ -51,7 +52,7 @@ calibration there (`--out` stores it for `score --file`). The stored validation 
 a clean held-out measure once the evaluator was developed with its scores in view; a fresh draw
 is one, and the stricter one, since its rows sit at the shipped evaluator's own edge of
 feasibility. `--misses` lists the walked rows more than one machine off and where the evaluator
-and the DES part (`misses`).
+and the DES part (`misses`); `reproducibility --file F` runs the DES again on a stored draw.
 
 `fit-chunked` refits the chunked-prefill model's correction (`ChunkedCalibration`) on the stored
 chunked DES sweeps (tests/golden/des_grids/chunked.npz: 70 req/s in-sample, 35 and 105 req/s held
@@ -1533,6 +1534,7 @@ def main(argv: list[str] | None = None) -> int:
         "--shift", type=int, nargs="+", default=[1], help="workload seed offsets of the other realizations"
     )
     r.add_argument("--jobs", type=_jobs, default=2)
+    r.add_argument("--file", type=Path, default=None, help="a set stored by holdout --out instead")
     args = ap.parse_args(argv)
     try:
         return _run(args)
@@ -1595,6 +1597,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.cmd == "score" and args.file is not None:
         _print_score(args.file.name, load_set(args.file), CALIBRATION, args.misses)
         return 0
+    if args.cmd == "reproducibility":
+        if 0 in args.shift or len(set(args.shift)) != len(args.shift):
+            print("error: --shift takes distinct offsets other than 0 (0 is the stored one)", file=sys.stderr)
+            return 2
+        if args.file is not None:
+            _print_reproducibility(args.file.name, load_set(args.file), args.shift, args.jobs, CALIBRATION)
+            return 0
     train = load_set(out / TRAINING_FILE)
     val = load_set(out / VALIDATION_FILE)
     if args.cmd == "score":
@@ -1603,9 +1612,6 @@ def _run(args: argparse.Namespace) -> int:
                 _print_score(name, ds, CALIBRATION, args.misses)
         return 0
     if args.cmd == "reproducibility":
-        if 0 in args.shift or len(set(args.shift)) != len(args.shift):
-            print("error: --shift takes distinct offsets other than 0 (0 is the stored one)", file=sys.stderr)
-            return 2
         for name, ds in (("training", train), ("validation", val)):
             if args.set in (name, "both"):
                 _print_reproducibility(name, ds, args.shift, args.jobs, CALIBRATION)

@@ -360,6 +360,11 @@ def test_holdout_draws_a_fresh_seeded_set_and_scores_it(tmp_path, capsys) -> Non
     assert cal.main(["score", "--file", str(out)]) == 0
     again = capsys.readouterr().out.splitlines()[0]
     assert again.removeprefix("h.npz").strip() == printed.splitlines()[0].removeprefix("seed 3").strip()
+    # and the DES's own repeatability on the draw: another realization of both cases
+    assert cal.main(["reproducibility", "--file", str(out), "--shift", "1", "--jobs", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("h.npz: 2 of 2 cases ran again at seed +1")
+    assert "DES at seed +1 vs the stored DES" in lines[1]
 
 
 @pytest.mark.parametrize(

@@ -66,6 +66,7 @@ import datetime as _dt
 import hashlib
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -156,7 +157,7 @@ class Case:
             if design == "custom":
                 pools.append((self.token_node, self.token_tp, self.token_precision))
             design += " " + " → ".join(f"{node} TP{tp} {prec}" for node, tp, prec in pools)
-            if design.startswith("custom ") and self.token_power_cap < 1.0:
+            if self.design == "custom" and self.token_power_cap < 1.0:
                 design += f" at {self.token_power_cap:.0%} power"
         source = self.workload.removeprefix("trace:").rsplit("/", 1)[-1]
         return f"{design}, {self.model}, {source} at {self.rate_rps:g} req/s"
@@ -850,10 +851,11 @@ class Miss:
 
         row = "" if self.prompt_machines == 0 else f"{self.prompt_machines} prompt machines: "
         way = "optimistic" if self.evaluator < self.des else "pessimistic"
+        des = "no DES run stored there" if math.isnan(self.des_value) else f"the DES's {self.des_value:.3f}"
         return (
             f"case {self.case} ({self.label}): {row}{count(self.evaluator)} against the DES's "
             f"{count(self.des)} ({way}); at {self.at} {unit}: {self.slo} {self.evaluator_value:.3f} "
-            f"against the DES's {self.des_value:.3f}"
+            f"against {des}"
         )
 
 
@@ -1446,6 +1448,16 @@ def write_chunked_calibration(cal, scores: dict[str, ChunkedScore], path: Path) 
     )
 
 
+def _unwritable(path: Path) -> str | None:
+    """Why a set cannot be stored at `path` (None: it can), checked before the DES runs for it."""
+    if path.suffix != ".npz" or path.is_dir():
+        return "name an .npz file to store the set in"
+    folder = next((p for p in path.absolute().parents if p.exists()), None)
+    if folder is None or not folder.is_dir() or not os.access(folder, os.W_OK):
+        return f"cannot write in {folder}"
+    return None
+
+
 def _print_score(name: str, ds: DesSet, calibration, listing: bool) -> None:
     """`score`'s lines for one set: the scores, the baselines' TTFT error and (`listing`) the rows
     more than one machine off."""
@@ -1519,7 +1531,7 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--set", choices=("training", "validation", "both"), default="both")
     t.add_argument("--jobs", type=_jobs, default=2)
     s = sub.add_parser("score", help="score the shipped Calibration")
-    s.add_argument("--set", choices=("training", "validation", "both"), default="both")
+    s.add_argument("--set", choices=("training", "validation", "both"), default=None, help="default: both")
     s.add_argument("--file", type=Path, default=None, help="score a set stored by holdout --out instead")
     s.add_argument("--misses", action="store_true", help="list the rows more than one machine off")
     h = sub.add_parser("holdout", help="draw a fresh held-out set from another seed and score it")
@@ -1529,7 +1541,9 @@ def main(argv: list[str] | None = None) -> int:
     h.add_argument("--out", type=Path, default=None, help="store the set (npz), for score --file")
     h.add_argument("--misses", action="store_true", help="list the rows more than one machine off")
     r = sub.add_parser("reproducibility", help="score the DES against another realization of every case")
-    r.add_argument("--set", choices=("training", "validation", "both"), default="validation")
+    r.add_argument(
+        "--set", choices=("training", "validation", "both"), default=None, help="default: validation"
+    )
     r.add_argument(
         "--shift", type=int, nargs="+", default=[1], help="workload seed offsets of the other realizations"
     )
@@ -1586,14 +1600,21 @@ def _run(args: argparse.Namespace) -> int:
     from splitplan.sim.analytic import CALIBRATION
 
     if args.cmd == "holdout":
-        if args.out is not None and (args.out.suffix != ".npz" or args.out.is_dir()):
-            print(f"error: --out {args.out}: name an .npz file to store the set in", file=sys.stderr)
+        if args.out is not None and (why := _unwritable(args.out)):
+            print(f"error: --out {args.out}: {why}", file=sys.stderr)
             return 2
         ds = holdout(args.seed, args.jobs, args.cases)
-        if args.out is not None:
-            save_set(ds, args.out)
         _print_score(f"seed {args.seed}", ds, CALIBRATION, args.misses)
+        if args.out is not None:
+            try:
+                save_set(ds, args.out)
+            except OSError as e:
+                print(f"error: --out {args.out}: {e.strerror or e}", file=sys.stderr)
+                return 2
         return 0
+    if args.cmd in ("score", "reproducibility") and args.file is not None and args.set is not None:
+        print("error: --file and --set each name the sets to use: give one", file=sys.stderr)
+        return 2
     if args.cmd == "score" and args.file is not None:
         _print_score(args.file.name, load_set(args.file), CALIBRATION, args.misses)
         return 0
@@ -1608,12 +1629,12 @@ def _run(args: argparse.Namespace) -> int:
     val = load_set(out / VALIDATION_FILE)
     if args.cmd == "score":
         for name, ds in (("training", train), ("validation", val)):
-            if args.set in (name, "both"):
+            if (args.set or "both") in (name, "both"):
                 _print_score(name, ds, CALIBRATION, args.misses)
         return 0
     if args.cmd == "reproducibility":
         for name, ds in (("training", train), ("validation", val)):
-            if args.set in (name, "both"):
+            if (args.set or "validation") in (name, "both"):
                 _print_reproducibility(name, ds, args.shift, args.jobs, CALIBRATION)
         return 0
     before = {"training": score(train, CALIBRATION), "validation": score(val, CALIBRATION)}

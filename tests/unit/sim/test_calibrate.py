@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -329,6 +330,19 @@ def test_misses_are_the_rows_score_counts_off_with_where_they_part() -> None:
         assert ("optimistic" in line) == (m.evaluator < m.des)
 
 
+def test_holdout_refuses_an_output_folder_it_cannot_write_before_running(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    monkeypatch.setattr(cal, "holdout", lambda *a, **k: pytest.fail("ran the DES for a set it cannot store"))
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    monkeypatch.setattr(cal.os, "access", lambda path, mode: Path(path) != locked)
+    assert cal.main(["holdout", "--seed", "3", "--out", str(locked / "sub" / "h.npz")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"cannot write in {locked}" in err
+
+
 def test_a_case_label_names_a_custom_pairs_instances() -> None:
     drawn = cal.draw_cases(cal.VALIDATION_SEED, 1, held_out=True)[0]
     custom = replace(
@@ -372,9 +386,11 @@ def test_holdout_draws_a_fresh_seeded_set_and_scores_it(tmp_path, capsys) -> Non
     [
         (["holdout", "--seed", str(cal.TRAINING_SEED)], "the training set's seed"),
         (["holdout", "--seed", "3", "--out", "here.csv"], "--out here.csv: name an .npz file"),
+        (["score", "--file", "h.npz", "--set", "training"], "--file and --set each name the sets"),
+        (["reproducibility", "--file", "h.npz", "--set", "both"], "--file and --set each name the sets"),
     ],
 )
-def test_holdout_refuses_the_training_seed_and_an_output_it_cannot_write(argv, message, capsys) -> None:
+def test_held_out_draws_refuse_the_training_seed_a_bad_output_and_two_sources(argv, message, capsys) -> None:
     assert cal.main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1

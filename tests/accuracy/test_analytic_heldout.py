@@ -17,7 +17,7 @@ of theirs, two short (docs/background.md says where it misses), so the tests hol
 figures as floors, a little below them. On draws the evaluator was never developed on
 (`python -m splitplan.sim.calibrate holdout`) it does less well: ten draws of 100 cases,
 pooled, give 95.1 % of the verdicts (99.1 % of the uniform slice), 95.2 % of the rows within
-one machine and 87.9 % of the cases; one such draw runs live here.
+one machine and 88.0 % of the cases; one such draw runs live here.
 The floors are regression guards: a refit or a change of the queue model that loses held-out
 accuracy fails here, and the floors are raised as the model improves.
 """
@@ -49,11 +49,11 @@ MIN_HELD_OUT_CASES = 0.97  # measured 0.980 (cases with ≥ 95 % of their rows w
 MAX_HELD_OUT_BASELINE_TTFT_ERROR = 0.045  # measured 0.038 (0.112 with half an iteration's wait for all)
 LIVE_SLICE = 12  # validation points re-simulated live to detect a stale set
 # A fresh held-out draw (`calibrate holdout`), drawn and run live: seed 15013, 30 cases, never
-# used to develop the evaluator. Measured 96.7 % of the verdicts (99.5 % of the uniform slice),
-# 98.3 % of the rows within one machine, 93.1 % of the cases; ten fresh draws of 100 cases pooled
-# gave 95.1 / 99.1 / 95.2 / 87.9 % (docs/background.md, "Fresh held-out draws").
+# used to develop the evaluator. Measured 97.0 % of the verdicts (99.5 % of the uniform slice),
+# 99.1 % of the rows within one machine, 96.6 % of the cases; ten fresh draws of 100 cases pooled
+# gave 95.1 / 99.1 / 95.2 / 88.0 % (docs/background.md, "Fresh held-out draws").
 FRESH_SEED, FRESH_CASES = 15_013, 30
-MIN_FRESH_AGREEMENT, MIN_FRESH_UNIFORM, MIN_FRESH_FRONTIER, MIN_FRESH_CASES = 0.95, 0.985, 0.96, 0.89
+MIN_FRESH_AGREEMENT, MIN_FRESH_UNIFORM, MIN_FRESH_FRONTIER, MIN_FRESH_CASES = 0.96, 0.985, 0.97, 0.93
 
 
 @pytest.fixture(scope="module")
@@ -433,3 +433,40 @@ def test_a_token_pool_over_a_quarter_hour_trace_holds_the_des_batch() -> None:
     des = simulate_des(ClusterConfig(design=hh, prompt_machines=25, token_machines=8), sc)
     assert got.slowdown["tbt_p50"][0] == pytest.approx(des.slowdown["tbt_p50"], rel=0.015)
     assert got.slowdown["e2e_p50"][0] == pytest.approx(des.slowdown["e2e_p50"], rel=0.015)
+
+
+def test_an_moe_decode_meets_the_batch_of_its_machine_not_the_mean() -> None:
+    """Mixtral-8x22B on a custom MI300X → L40S pair (token machines at 80 % power), the Azure code
+    trace at 81 req/s, 10 prompt and 36 token machines: about three decodes per token machine,
+    where an MoE iteration grows steeply with the batch (35.5 ms at one decode, 49.1 at three).
+    The memory-balanced scheduler leaves the counts spread, and a decode meets 3.9 on average
+    where its machine holds 3.1. At the machine's mean the evaluator read TBT P90 1.30 against
+    the DES's 1.485, and the row's frontier 36 against 40 (a fresh held-out draw, seed 15003);
+    at the batch each decode meets (`_seen_batch_ratio`) it is within 3 %."""
+    pair = {"prompt_node": "mi300x-8x", "token_node": "l40s-8x", "token_power_cap": 0.8}
+    case = _held_out_case("custom", "mixtral-8x22b", "code", 81.089, 1067049816, **pair)
+    got, des = _evaluator_and_des(case, 10, 36)
+    assert got.slowdown["tbt_p90"][0] == pytest.approx(des.slowdown["tbt_p90"], rel=0.03)
+    assert got.slowdown["tbt_p50"][0] == pytest.approx(des.slowdown["tbt_p50"], rel=0.03)
+
+
+def test_a_dense_decode_moves_little_with_the_batch_it_meets() -> None:
+    """Where the iteration time's batch-dependent part is flat at small batches (a dense 70B model
+    on whole H100 nodes), the batch a decode meets leaves the mean iteration time where it was and
+    spreads it little: the middle 80 % of requests within ±1.5 % at 2 decodes per machine and
+    within ±5 % at 60, where compute starts to grow with the batch. The context part stays
+    balanced with the machines' memory."""
+    from splitplan.sim.analytic import _SCENARIOS, CALIBRATION, evaluate_grid
+
+    case = _held_out_case("splitwise-hh", "llama3.1-70b", "conv", 40.0, 7)
+    design, sc = case.build()
+    evaluate_grid(design, [10], [10], sc)
+    sample = _SCENARIOS.sample(sc, None)
+    ctx = _SCENARIOS.context(sc, sample, design, CALIBRATION, None, lambda: pytest.fail("not cached"))
+    ratio = ctx._seen_batch_ratio(np.array([2.0, 60.0]))
+    assert np.all(np.abs(ratio.mean(axis=1) - 1.0) < 0.005)
+    low, high = np.percentile(ratio, [10, 90], axis=1)
+    assert low[0] > 0.985
+    assert high[0] < 1.015
+    assert low[1] > 0.95
+    assert high[1] < 1.05

@@ -329,8 +329,10 @@ class _Sample:
     u: FloatArray
     z: FloatArray  # stratified standard normal, independent of u
     zcdf: FloatArray  # Φ(z)
-    v: FloatArray  # a third stratified uniform (the size of the prompts met in decode)
-    w: FloatArray  # a fourth (where in the running iteration a baseline's prompt arrives)
+    v: FloatArray  # a third stratified uniform (a baseline: the size of the prompts met in decode;
+    # a split design: the join's residual of the running iteration)
+    w: FloatArray  # a fourth (a baseline: where in the running iteration its prompt arrives; a
+    # split design: the batch its decode meets, `_seen_batch_ratio`)
     ref_ttft: FloatArray
     ref_tbt: FloatArray
     ref_e2e: FloatArray

@@ -793,7 +793,9 @@ class _SplitContext(_Chunkwise):
         # the batch a decode meets, not its machine's mean (`_seen_batch_ratio`): its normal score
         # is the request's fourth uniform w (unused elsewhere on a split design), and only the
         # iteration's batch-dependent part (its time without context) follows it
-        self.seen_z = ndtri(sample.w)
+        self.seen_deviation = self.resident_cv * ndtri(sample.w)  # cv·z, per request
+        # the join's residual of the running iteration, per request: uniform with mean ½ (× 2·join)
+        self.join_draw = 2.0 * sample.v
         self.f_grid = np.asarray(
             self.token_perf.token_time_s(np.maximum(self.grid, 1.0), 0.0), dtype=np.float64
         )
@@ -862,7 +864,7 @@ class _SplitContext(_Chunkwise):
         within ±1 % at 2 decodes per machine, ±4 % at 60). No constant."""
         n = np.maximum(nbat, 1.0)[:, None]
         cv = self.resident_cv
-        seen = np.clip(n + cv * cv + self.seen_z[None, :] * cv * np.sqrt(n), 1.0, max(self.nmax, 1.0))
+        seen = np.clip(n + cv * cv + self.seen_deviation[None, :] * np.sqrt(n), 1.0, max(self.nmax, 1.0))
         tau = np.interp(n, self.grid, self.tau_grid)  # at the mean: batch part + context part
         return (tau + np.interp(seen, self.grid, self.f_grid) - np.interp(n, self.grid, self.f_grid)) / tau
 
@@ -1084,7 +1086,7 @@ class _SplitContext(_Chunkwise):
         # iteration. With the mean for every request the evaluator's TBT P50 sat above the DES's
         # and its P90 below (median ratios over the stored split points 1.003 and 0.98).
         join = cal.join_fraction * tau * np.minimum(nbat, 1.0)
-        decode = self.xfer[None, :] + join[:, None] * (2.0 * s.v[None, :])
+        decode = self.xfer[None, :] + join[:, None] * self.join_draw[None, :]
         # Each request decodes in the batch of its own part of the finite trace (`_decode_phase`):
         # with the steady batch for all, TBT came out flat across the percentiles where the DES's
         # P50 lies below its P99 (a trace's first tenth decodes at 0.9–1.0× the unloaded TBT against

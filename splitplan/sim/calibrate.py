@@ -153,12 +153,11 @@ class Case:
         its rate, as a reader finds it again (the workload's file name, not its folder)."""
         design = self.design
         if design.startswith("custom"):
-            pools = [(self.prompt_node, self.prompt_tp, self.prompt_precision)]
-            if design == "custom":
-                pools.append((self.token_node, self.token_tp, self.token_precision))
-            design += " " + " → ".join(f"{node} TP{tp} {prec}" for node, tp, prec in pools)
-            if self.design == "custom" and self.token_power_cap < 1.0:
-                design += f" at {self.token_power_cap:.0%} power"
+            pools = [f"{self.prompt_node} TP{self.prompt_tp} {self.prompt_precision}"]
+            if design == "custom":  # a split pair: its token pool too, and that pool's power cap
+                cap = f" at {self.token_power_cap:.0%} power" if self.token_power_cap < 1.0 else ""
+                pools.append(f"{self.token_node} TP{self.token_tp} {self.token_precision}{cap}")
+            design += " " + " → ".join(pools)
         source = self.workload.removeprefix("trace:").rsplit("/", 1)[-1]
         return f"{design}, {self.model}, {source} at {self.rate_rps:g} req/s"
 

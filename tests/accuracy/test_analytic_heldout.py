@@ -11,13 +11,14 @@ and score the evaluator on the whole validation set.
 The targets of the issue that asked for this set are all-nine verdict agreement ≥ 97 % of the
 points and, on each case, the frontier within one machine on ≥ 95 % of its rows. Since the
 evaluator replays the prompt and mixed pools (splitplan.sim._prompt_replay) and the walked rows
-are settled it agrees with the held-out DES on 97.7 % of the frontier-dense points (99.4 % of the
-uniform slice) and 99.5 % of all rows are within one machine, but 98.0 % of the cases have 95 %
-of theirs, two short (docs/background.md says where it misses), so the tests hold the measured
-figures as floors, a little below them. On draws the evaluator was never developed on
-(`python -m splitplan.sim.calibrate holdout`) it does less well: ten draws of 100 cases,
-pooled, give 95.1 % of the verdicts (99.1 % of the uniform slice), 95.2 % of the rows within
-one machine and 88.0 % of the cases; one such draw runs live here.
+are settled it agrees with the held-out DES (runs of 80–240 s, as long as users' runs) on 97.2 %
+of the frontier-dense points (99.5 % of the uniform slice) and 98.5 % of all rows are within one
+machine, but 96.0 % of the cases have 95 % of theirs, four short (docs/background.md says where it
+misses), so the tests hold the measured figures as floors, a little below them. On draws the
+evaluator was never developed on (`python -m splitplan.sim.calibrate holdout`) it does less well:
+ten draws of 100 cases, pooled, give 96.0 % of the verdicts (99.4 % of the uniform slice), 95.1 %
+of the rows within one machine and 88.9 % of the cases, where a second DES realization scored
+against the first gets 95.2–96.1 %, 93.0–95.9 % and 76–88 %; one such draw runs live here.
 The floors are regression guards: a refit or a change of the queue model that loses held-out
 accuracy fails here, and the floors are raised as the model improves.
 """
@@ -42,16 +43,16 @@ pytestmark = pytest.mark.accuracy
 
 TARGET_AGREEMENT, TARGET_FRONTIER = 0.97, 0.95  # the goal (verdicts reached; every case not yet)
 # regression guards just under the measured held-out figures
-MIN_HELD_OUT_AGREEMENT = 0.97  # measured 0.977 (frontier-dense points)
-MIN_HELD_OUT_UNIFORM_AGREEMENT = 0.99  # measured 0.994 (uniform slice)
-MIN_HELD_OUT_FRONTIER = 0.99  # measured 0.995
-MIN_HELD_OUT_CASES = 0.97  # measured 0.980 (cases with ≥ 95 % of their rows within one machine)
-MAX_HELD_OUT_BASELINE_TTFT_ERROR = 0.045  # measured 0.038 (0.112 with half an iteration's wait for all)
+MIN_HELD_OUT_AGREEMENT = 0.965  # measured 0.972 (frontier-dense points)
+MIN_HELD_OUT_UNIFORM_AGREEMENT = 0.99  # measured 0.995 (uniform slice)
+MIN_HELD_OUT_FRONTIER = 0.98  # measured 0.985
+MIN_HELD_OUT_CASES = 0.95  # measured 0.960 (cases with ≥ 95 % of their rows within one machine)
+MAX_HELD_OUT_BASELINE_TTFT_ERROR = 0.045  # measured 0.036
 LIVE_SLICE = 12  # validation points re-simulated live to detect a stale set
 # A fresh held-out draw (`calibrate holdout`), drawn and run live: seed 15013, 30 cases, never
-# used to develop the evaluator. Measured 97.0 % of the verdicts (99.5 % of the uniform slice),
+# used to develop the evaluator. Measured 97.3 % of the verdicts (99.2 % of the uniform slice),
 # 99.1 % of the rows within one machine, 96.6 % of the cases; ten fresh draws of 100 cases pooled
-# gave 95.1 / 99.1 / 95.2 / 88.0 % (docs/background.md, "Fresh held-out draws").
+# gave 96.0 / 99.4 / 95.1 / 88.9 % (docs/background.md, "Fresh held-out draws").
 FRESH_SEED, FRESH_CASES = 15_013, 30
 MIN_FRESH_AGREEMENT, MIN_FRESH_UNIFORM, MIN_FRESH_FRONTIER, MIN_FRESH_CASES = 0.96, 0.985, 0.97, 0.93
 

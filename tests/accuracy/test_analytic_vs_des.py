@@ -160,3 +160,42 @@ def test_live_des_spot_check(design: str, preset: str, p: int, t: int, scenarios
         # away from overload the two agree closely on every percentile
         for k in SLO_KEYS:
             assert ana.slowdown[k] == pytest.approx(des.slowdown[k], rel=0.25), k
+
+
+# The operating points the issue that asked for a fitted evaluator measured its drift at, off the
+# stored grids' 70 req/s and Llama-2-70B: Splitwise-HH coding at 35 and 140 req/s (94 % and 96 %
+# of the verdicts then) and BLOOM-176B coding at 70 req/s (92 %, every frontier row two token
+# machines off). The whole 39×39 grid is simulated live (120 s, seed 0). Measured: 99.9 / 100 %,
+# 99.3 / 100 % and 98.9 / 92.3 % (verdicts / rows within one machine); BLOOM's rows were 61.5 %
+# before the token pool borrowed idle prompt machines (`_SplitContext.evaluate`).
+DRIFT_CASES = [
+    ("llama2-70b", 35.0, 0.995, 1.0),
+    ("llama2-70b", 140.0, 0.99, 1.0),
+    ("bloom-176b", 70.0, 0.985, 0.9),
+]
+
+
+@pytest.mark.parametrize(("model", "rate_rps", "min_agreement", "min_rows"), DRIFT_CASES)
+def test_the_issues_drift_examples_agree_with_a_live_des_grid(
+    model: str, rate_rps: float, min_agreement: float, min_rows: float
+) -> None:
+    from splitplan.catalog import get_model
+    from splitplan.sim.scenario import Scenario
+    from splitplan.workload import make_workload
+
+    wl = make_workload("coding", rate_rps=rate_rps, duration_s=120.0, seed=0)
+    sc = Scenario(workload=wl, model=get_model(model), seed=0)
+    design = get_design("splitwise-hh")
+    sizes = np.arange(1, NONE)
+    P, T = (a.ravel() for a in np.meshgrid(sizes, sizes, indexing="ij"))
+    des = np.array(
+        [
+            simulate_des(ClusterConfig(design=design, prompt_machines=p, token_machines=t), sc).meets_slo
+            for p, t in zip(P.tolist(), T.tolist(), strict=True)
+        ]
+    )
+    got = np.asarray(evaluate_grid(design, P, T, sc).meets_slo)
+    des_f, ana_f = frontier(P, T, des), frontier(P, T, got)
+    rows = np.mean([abs(ana_f[p] - des_f[p]) <= 1 for p in des_f])
+    assert np.mean(got == des) >= min_agreement
+    assert rows >= min_rows, {p: (des_f[p], ana_f[p]) for p in des_f if abs(des_f[p] - ana_f[p]) > 1}

@@ -26,6 +26,7 @@ accuracy fails here, and the floors are raised as the model improves.
 from __future__ import annotations
 
 import tomllib
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -213,6 +214,12 @@ def _held_out_case(
     )
 
 
+def _splitwise_hh_coding(model: str, rate_rps: float, duration_s: float, seed: int) -> cal.Case:
+    """Splitwise-HH (whole-node fp16 pools) on the coding preset."""
+    case = _held_out_case("splitwise-hh", model, "code", rate_rps, seed, duration_s)
+    return replace(case, workload="coding")
+
+
 def _evaluator_and_des(case: cal.Case, prompt: int, token: int):
     from splitplan.sim.analytic import evaluate_grid
     from splitplan.sim.des import simulate_des
@@ -332,21 +339,7 @@ def test_borrowed_token_machines_keep_decoding_the_batch_they_hold() -> None:
     (TBT P90 0.87 of its limit). Counting the borrowed machines as lost to the token pool, from the
     overflowing share of an M/G/c prompt pool, the evaluator put the token pool past saturation
     (utilization 1.07, TBT P90 6.7); the replayed mixed pool keeps 0.65 of it busy."""
-    case = cal.Case(
-        design="splitwise-hh",
-        prompt_node="",
-        token_node="",
-        prompt_tp=8,
-        token_tp=8,
-        prompt_precision="fp16",
-        token_precision="fp16",
-        token_power_cap=1.0,
-        model="llama2-70b",
-        workload="coding",
-        rate_rps=114.172,
-        duration_s=52.55236809234531,
-        seed=745085284,
-    )
+    case = _splitwise_hh_coding("llama2-70b", 114.172, 52.55236809234531, 745085284)
     got, des = _evaluator_and_des(case, 21, 8)
     assert des.meets_slo
     assert got.meets_slo[0]
@@ -481,21 +474,7 @@ def test_a_token_pool_short_of_machines_borrows_idle_prompt_machines() -> None:
     spare (33 prompt machines, utilization 0.65), but not at 24 (0.89), where three lent
     machines leave too few for the prompts. Without the lending the evaluator read the token pool
     as unstable at both, and needed four token machines at every prompt count from 29 to 39."""
-    case = cal.Case(
-        design="splitwise-hh",
-        prompt_node="",
-        token_node="",
-        prompt_tp=8,
-        token_tp=8,
-        prompt_precision="fp16",
-        token_precision="fp16",
-        token_power_cap=1.0,
-        model="bloom-176b",
-        workload="coding",
-        rate_rps=70.0,
-        duration_s=120.0,
-        seed=0,
-    )
+    case = _splitwise_hh_coding("bloom-176b", 70.0, 120.0, 0)
     got, des = _evaluator_and_des(case, 33, 1)
     assert des.meets_slo
     assert bool(got.meets_slo[0])

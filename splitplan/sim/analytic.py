@@ -1046,7 +1046,8 @@ class _SplitContext(_Chunkwise):
         hardware; a faster prompt machine makes it conservative). Only where memory, not the batch
         cap, bounds the batch: a machine at the batch cap with memory to spare keeps taking
         decodes, which wait on it (Splitwise-HA, coding at 35 req/s, 11 prompt and one token
-        machine: the DES's TBT P50 is 4.4, and lending read 1.2). No constant.
+        machine: the DES's TBT P50 is 4.4, and lending read 1.2). The utilizations reported at
+        such a point are those of the pools as lent. No constant.
 
         Why: the issue's own example, BLOOM-176B on Splitwise-HH (coding, 70 req/s), needs a
         token pool of 4 in the evaluator at 29–39 prompt machines, where the DES meets every SLO

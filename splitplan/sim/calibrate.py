@@ -111,8 +111,9 @@ MAX_BASELINE = 100
 TARGET_MACHINES = (6.0, 70.0)  # the analytic frontier's total machines, drawn log-uniformly
 # A case runs for clip(MAX_REQUESTS / rate, *DURATION_S): as long as the runs users make (the
 # CLI's and the golden grids' 120 s lie inside), and long enough that an overloaded pool shows it.
-# At 20-60 s a second DES realization disagreed with the first on 6-8 % of the frontier-dense
-# points, most of them configurations that fail at 80-240 s (docs/background.md).
+# At 20-60 s a second DES realization disagreed with the first on 6-8 % of a fresh draw's
+# frontier-dense points (4-5 % at 80-240 s), and where a 20-60 s and an 80-240 s run of the same
+# point part, nine times in ten it meets over the short run only (docs/background.md).
 MAX_REQUESTS = 24_000
 DURATION_S = (80.0, 240.0)
 UNIFORM_POINTS = 16  # per Splitwise case (baselines: half) drawn uniformly around the frontier

@@ -179,12 +179,7 @@ DRIFT_CASES = [
 def test_the_issues_drift_examples_agree_with_a_live_des_grid(
     model: str, rate_rps: float, min_agreement: float, min_rows: float
 ) -> None:
-    from splitplan.catalog import get_model
-    from splitplan.sim.scenario import Scenario
-    from splitplan.workload import make_workload
-
-    wl = make_workload("coding", rate_rps=rate_rps, duration_s=120.0, seed=0)
-    sc = Scenario(workload=wl, model=get_model(model), seed=0)
+    sc = regen.scenario("coding", model, rate_rps)
     design = get_design("splitwise-hh")
     sizes = np.arange(1, NONE)
     P, T = (a.ravel() for a in np.meshgrid(sizes, sizes, indexing="ij"))

@@ -34,13 +34,14 @@ DURATION_S = 120.0
 SEED = 0
 
 
-def scenario(preset: str):
+def scenario(preset: str, model: str = MODEL, rate_rps: float = RATE_RPS):
+    """The grids' scenario (another model or rate: the accuracy tests' live grids off this point)."""
     from splitplan.catalog import get_model
     from splitplan.sim.scenario import Scenario
     from splitplan.workload import make_workload
 
-    wl = make_workload(preset, rate_rps=RATE_RPS, duration_s=DURATION_S, seed=SEED)
-    return Scenario(workload=wl, model=get_model(MODEL), seed=SEED)
+    wl = make_workload(preset, rate_rps=rate_rps, duration_s=DURATION_S, seed=SEED)
+    return Scenario(workload=wl, model=get_model(model), seed=SEED)
 
 
 def perf_fingerprint(design_name: str, preset: str) -> list[float]:

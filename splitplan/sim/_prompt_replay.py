@@ -315,7 +315,9 @@ def replay_mixed_pools(
     running decode iteration to the prompts that found it running no prompt), and returns to the
     token pool once idle: its prompts done and its batch drained, drain_s[k] after it was borrowed
     plus the prompt time it ran. Once every token machine is borrowed, new decodes go to the mixed
-    machines, which then never fall idle: the pool stays mixed to the trace's end (end_s[k]).
+    machines, and this replay keeps the pool mixed to the trace's end (end_s[k]) for the
+    overflowed prompts' TTFTs; the decodes' stalls follow the DES's periods instead, which end
+    when a mixed machine falls idle (`analytic._SplitContext._all_mixed`).
     With `until_absorbed` a replay stops there; the sixth array returned says how many prompts
     each point replayed (the TTFTs of the others are left unset). The last two give, per point,
     how many times a token machine was borrowed while another was left, and the iteration time of

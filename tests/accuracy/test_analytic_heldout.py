@@ -16,8 +16,8 @@ of the frontier-dense points (99.5 % of the uniform slice) and 98.5 % of all row
 machine, but 96.0 % of the cases have 95 % of theirs, four short (docs/background.md says where it
 misses), so the tests hold the measured figures as floors, a little below them. On draws the
 evaluator was never developed on (`python -m splitplan.sim.calibrate holdout`) it does less well:
-ten draws of 100 cases, pooled, give 96.1 % of the verdicts (99.4 % of the uniform slice), 95.3 %
-of the rows within one machine and 89.0 % of the cases, where a second DES realization scored
+ten draws of 100 cases, pooled, give 96.2 % of the verdicts (99.4 % of the uniform slice), 95.6 %
+of the rows within one machine and 89.9 % of the cases, where a second DES realization scored
 against the first gets 95.2–96.1 %, 93.0–95.9 % and 76–88 %; one such draw runs live here.
 The floors are regression guards: a refit or a change of the queue model that loses held-out
 accuracy fails here, and the floors are raised as the model improves.
@@ -51,9 +51,9 @@ MIN_HELD_OUT_CASES = 0.95  # measured 0.960 (cases with ≥ 95 % of their rows w
 MAX_HELD_OUT_BASELINE_TTFT_ERROR = 0.045  # measured 0.036
 LIVE_SLICE = 12  # validation points re-simulated live to detect a stale set
 # A fresh held-out draw (`calibrate holdout`), drawn and run live: seed 15013, 30 cases, never
-# used to develop the evaluator. Measured 97.3 % of the verdicts (99.2 % of the uniform slice),
+# used to develop the evaluator. Measured 98.0 % of the verdicts (99.7 % of the uniform slice),
 # 99.1 % of the rows within one machine, 96.6 % of the cases; ten fresh draws of 100 cases pooled
-# gave 96.1 / 99.4 / 95.3 / 89.0 % (docs/background.md, "Fresh held-out draws").
+# gave 96.2 / 99.4 / 95.6 / 89.9 % (docs/background.md, "Fresh held-out draws").
 FRESH_SEED, FRESH_CASES = 15_013, 30
 MIN_FRESH_AGREEMENT, MIN_FRESH_UNIFORM, MIN_FRESH_FRONTIER, MIN_FRESH_CASES = 0.96, 0.985, 0.97, 0.93
 
@@ -482,3 +482,29 @@ def test_a_token_pool_short_of_machines_borrows_idle_prompt_machines() -> None:
     got, des = _evaluator_and_des(case, 24, 1)
     assert not des.meets_slo
     assert not bool(got.meets_slo[0])
+
+
+def test_an_all_borrowed_token_pool_is_mixed_in_periods_not_to_the_trace_end() -> None:
+    """Two training cases whose prompt pools overflow 3–8 % of the prompts, each over 240 s: a
+    B200 → H100 pair (Llama-2-70B, coding at 72 req/s, 5 + 12 machines) and Splitwise-HA (the
+    Azure code trace at 25 req/s, 5 + 6). The mixed-pool replay finds every token machine
+    borrowed 69 s and 27 s in; the DES does too, but a mixed machine falls idle and returns after
+    28 s and 95 s on average, and its pool is all mixed for 55 s and 95 s of the trace. Mixed from
+    then to the end, the evaluator stalled a quarter to two fifths of the decodes and read TBT P90
+    at 1.57 and 2.15 where the DES meets every SLO at 1.03 and 1.23 (`_SplitContext._all_mixed`)."""
+    b200_h100 = _held_out_case(
+        "custom",
+        "llama2-70b",
+        "code",
+        72.14,
+        1255129038,
+        240.0,
+        prompt_node="hgx-b200",
+        token_node="dgx-h100",
+    )
+    splitwise_ha = _held_out_case("splitwise-ha", "llama2-70b", "code", 25.004, 2100285966, 240.0)
+    for case, prompt, token in ((replace(b200_h100, workload="coding"), 5, 12), (splitwise_ha, 5, 6)):
+        got, des = _evaluator_and_des(case, prompt, token)
+        assert des.meets_slo
+        assert got.meets_slo[0]
+        assert got.slowdown["tbt_p90"][0] == pytest.approx(des.slowdown["tbt_p90"], rel=0.1)

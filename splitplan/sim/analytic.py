@@ -600,7 +600,7 @@ def _new_context(
         return _chunked_context(scenario, design, sample, cap_prompt, chunked_calibration)
     if design.is_baseline:
         return _BaselineContext(scenario, design, sample, cap_prompt, cal)
-    return _SplitContext(scenario, design, sample, cap_token, cal)
+    return _SplitContext(scenario, design, sample, cap_prompt, cap_token, cal)
 
 
 _Context: TypeAlias = "_SplitContext | _BaselineContext | _ChunkedContext"
@@ -729,7 +729,13 @@ class _SplitContext(_Chunkwise):
     """Per-design constants of a Splitwise evaluation (computed once, shared by every chunk)."""
 
     def __init__(
-        self, scenario: Scenario, design: Design, sample: _Sample, cap_token: float, cal: Calibration
+        self,
+        scenario: Scenario,
+        design: Design,
+        sample: _Sample,
+        cap_prompt: float,
+        cap_token: float,
+        cal: Calibration,
     ) -> None:
         self.s = sample
         self.cal = cal
@@ -755,6 +761,11 @@ class _SplitContext(_Chunkwise):
         self.mix_solo_all = np.asarray(self.token_perf.mixed_time_s(sample.p_all, 0.0))
         self.tau_grid = _tau(self.token_perf, self.grid, self.ctx_per_req)
         self.decode_capacity = self.nmax / float(self.tau_grid[-1])  # decode tokens/s per machine
+        # … and per prompt machine lent to the token pool, at its own memory cap (`evaluate`)
+        _, _, ctx_lent, nmax_lent = _decode_constants(
+            scenario, sample, cap_prompt, scenario.kv_bytes_per_token_on(design.prompt)
+        )
+        self.lent_capacity = nmax_lent / float(_tau(self.prompt_perf, np.array([nmax_lent]), ctx_lent)[0])
         # the batch stops at the machine's memory, not at the batch cap: a full machine takes no
         # decode, and the scheduler lends the token pool prompt machines (`evaluate`)
         self.memory_bound = self.nmax < float(scenario.sim.max_batch_size)
@@ -1066,8 +1077,13 @@ class _SplitContext(_Chunkwise):
         cap and the pool has T < d, the point is evaluated as P − ⌈d − T⌉ prompt machines and
         T + ⌈d − T⌉ token machines whose decodes run at the memory cap (`_evaluate`'s `at_cap`):
         the machines are lent only once every one is full, so the decodes meet full batches.
-        A lent prompt machine decodes as a token machine would (exact where both pools use the same
-        hardware; a faster prompt machine makes it conservative). Only where memory, not the batch
+        A lent prompt machine holds decodes to its own memory cap: ⌈(d − T)·c_T / c_P⌉ of them
+        cover the d − T, c the decode tokens per second of either kind at its cap, and their
+        decodes run at the token machine's iteration (exact where both pools use the same
+        hardware; a faster prompt machine makes it conservative). A B200 TP4 fp8 prompt machine
+        lent to MI300X TP1 fp8 token machines (BLOOM-176B, 3.6 decodes per token machine at the
+        cap) holds 24 token machines' worth: counted as one, the pool of seven prompt machines
+        and one token machine read unstable where the DES meets every SLO. Only where memory, not the batch
         cap, bounds the batch: a machine at the batch cap with memory to spare keeps taking
         decodes, which wait on it (Splitwise-HA, coding at 35 req/s, 11 prompt and one token
         machine: the DES's TBT P50 is 4.4, and lending read 1.2). The utilizations reported at
@@ -1086,11 +1102,12 @@ class _SplitContext(_Chunkwise):
             return out
         short = lam * self.mean_dec / self.decode_capacity - tm  # token machines' worth missing
         at = np.flatnonzero(short > 0.0)
-        lent = np.ceil(short[at]).astype(np.int64)
+        worth = np.ceil(short[at]).astype(np.int64)  # in token machines
+        lent = np.ceil(short[at] * self.decode_capacity / self.lent_capacity - 1e-9).astype(np.int64)
         keep = pm[at] - lent >= 1
-        at, lent = at[keep], lent[keep]
+        at, lent, worth = at[keep], lent[keep], worth[keep]
         if len(at):
-            sub = self._evaluate(pm[at] - lent, tm[at] + lent, lam[at], at_cap=True)
+            sub = self._evaluate(pm[at] - lent, tm[at] + worth, lam[at], at_cap=True)
             for whole, part in zip(out[:-1], sub[:-1], strict=True):
                 whole[at] = part
             for whole, part in zip(out[-1], sub[-1], strict=True):  # the TTFT percentiles

@@ -536,3 +536,32 @@ def test_a_decode_on_a_nearly_idle_token_pool_meets_a_batch_of_about_one() -> No
     assert des.meets_slo
     assert got.meets_slo[0]
     assert got.slowdown["tbt_p50"][0] == pytest.approx(des.slowdown["tbt_p50"], rel=0.04)
+
+
+def test_a_lent_prompt_machine_decodes_at_its_own_memory_cap() -> None:
+    """BLOOM-176B on seven B200 TP4 fp8 prompt machines and one MI300X TP1 fp8 token machine, the
+    reference code trace at 20.5 req/s over 240 s (a fresh held-out draw, seed 15010). The token
+    machine holds 3.6 decodes at its memory cap, and the decodes need 9.6 token machines' worth;
+    a B200 TP4 instance at its own memory cap decodes 24 times as fast. The DES lends a prompt
+    machine to the decodes and meets every SLO (TBT P90 1.40). Counting each lent machine as a
+    token machine, the evaluator needed nine of them, more than the prompt pool can spare, and
+    read the token pool as unstable (TBT P90 3,628); one B200 instance holds the decodes
+    (`_SplitContext.evaluate`)."""
+    case = _held_out_case(
+        "custom",
+        "bloom-176b",
+        "reference/splitwise-sim/traces/rr_code_70_2min.csv",
+        20.525,
+        190331131,
+        240.0,
+        prompt_node="hgx-b200",
+        token_node="mi300x-8x",
+        prompt_tp=4,
+        token_tp=1,
+        prompt_precision="fp8",
+        token_precision="fp8",
+    )
+    got, des = _evaluator_and_des(case, 7, 1)
+    assert des.meets_slo
+    assert got.meets_slo[0]
+    assert got.utilization_token[0] < 1.0

@@ -1177,8 +1177,12 @@ class _SplitContext(_Chunkwise):
         # A decode whose KV lands on a busy machine joins at the running iteration's end: a uniform
         # residual per request (the lattice v), scaled so that its mean is join_fraction of an
         # iteration. With the mean for every request the evaluator's TBT P50 sat above the DES's
-        # and its P90 below (median ratios over the stored split points 1.003 and 0.98).
-        join = cal.join_fraction * tau * np.minimum(nbat, 1.0)
+        # and its P90 below (median ratios over the stored split points 1.003 and 0.98). The
+        # machine is busy with chance 1 − e^−N (its batch a Poisson count of mean N, as in
+        # `_seen_batch_ratio` and `_all_mixed`); with min(N, 1) a decode on a pool of one or two
+        # per machine waited as if every machine were busy, and its short decodes ran 2.5 % long
+        # where the DES's found idle machines (docs/background.md).
+        join = cal.join_fraction * tau * -np.expm1(-nbat)
         decode = self.xfer[None, :] + join[:, None] * self.join_draw[None, :]
         # Each request decodes in the batch of its own part of the finite trace (`_decode_phase`):
         # with the steady batch for all, TBT came out flat across the percentiles where the DES's

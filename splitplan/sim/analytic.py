@@ -148,7 +148,7 @@ class Calibration:
     - join_fraction: a decode joins the running batch at the next iteration boundary, after a
       residual of the running iteration drawn uniformly per request; join_fraction is its mean
       as a share of an iteration (above the ½ of a plain uniform residual: a random moment falls
-      in the longer iterations).
+      in the longer iterations), paid with the chance its machine is busy (1 − e^−N).
     - baseline_jsq_spread, baseline_jsq_sqrt (baselines): JSQ on pending tokens sends a prompt to
       a machine holding about `spread` fewer decodes than the average N, so a decode is interrupted
       at (1 − spread / N) times the per-machine prompt rate, with spread = max(jsq_spread,

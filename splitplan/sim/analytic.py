@@ -903,7 +903,7 @@ class _SplitContext(_Chunkwise):
         P50 limit read pessimistic by several machines."""
         n = np.maximum(nbat, 1.0)[:, None]
         cv = self.resident_cv
-        spread = (nbat * -np.expm1(-nbat))[:, None]  # variance over cv²: N·(1 − e^−N)
+        spread = (nbat * _busy_chance(nbat))[:, None]  # variance over cv²: N·(1 − e^−N)
         seen = n + cv * cv * spread / n + self.seen_deviation[None, :] * np.sqrt(spread)
         seen = np.clip(seen, 1.0, max(self.nmax, 1.0))
         tau = np.interp(n, self.grid, self.tau_grid)  # at the mean: batch part + context part
@@ -1182,7 +1182,7 @@ class _SplitContext(_Chunkwise):
         # `_seen_batch_ratio` and `_all_mixed`); with min(N, 1) a decode on a pool of one or two
         # per machine waited as if every machine were busy, and its short decodes ran 2.5 % long
         # where the DES's found idle machines (docs/background.md).
-        join = cal.join_fraction * tau * -np.expm1(-nbat)
+        join = cal.join_fraction * tau * _busy_chance(nbat)
         decode = self.xfer[None, :] + join[:, None] * self.join_draw[None, :]
         # Each request decodes in the batch of its own part of the finite trace (`_decode_phase`):
         # with the steady batch for all, TBT came out flat across the percentiles where the DES's
@@ -1349,6 +1349,8 @@ class _SplitContext(_Chunkwise):
         before = decode[at]
         share = np.clip((t0 + before - absorbed_at[at, None]) / np.maximum(before, 1e-12), 0.0, 1.0)
         # all mixed in periods (docstring): a decode from the first on is in one with their share
+        # a mixed machine holds no decode with chance e^−N (1 − `_busy_chance`, written as e^−N so
+        # that it stays exact where it is tiny)
         period_s = 1.0 / np.maximum(lam[at] * np.exp(-nb) * (1.0 - busy), 1e-300)
         in_period = period_s / (period_s + absorbed_at[at])
         share = share * (s.x[None, :] < in_period[:, None])
@@ -1672,6 +1674,15 @@ def _mixed_means(
     mix = np.broadcast_to(mix, (len(grid), len(sizes)))
     w = counts.astype(np.float64) / float(len(p))
     return mix @ w, joined @ w
+
+
+def _busy_chance(nbat: FloatArray) -> FloatArray:
+    """The chance that a decode machine holding N decodes on average is running an iteration:
+    1 − e^−N, its count a Poisson count of mean N (as in an M/G/∞ queue). One model of a token
+    machine's count behind the join (a decode waits only on a busy machine), the spread of the
+    batch a decode meets (`_SplitContext._seen_batch_ratio`) and the end of an all-mixed period
+    (`_SplitContext._all_mixed`: a mixed machine falls idle)."""
+    return -np.expm1(-nbat)
 
 
 def _tau(perf, grid: FloatArray, ctx_per_req: float) -> FloatArray:

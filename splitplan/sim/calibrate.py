@@ -79,7 +79,7 @@ import numpy as np
 
 from splitplan._paths import data_dir
 from splitplan.errors import InputError, SplitplanError
-from splitplan.slo import SLO_KEYS
+from splitplan.slo import SLO_KEYS, SloSpec, slo_margins
 
 TRAINING_SEED = 15_001
 VALIDATION_SEED = 15_002
@@ -847,6 +847,13 @@ class Miss:
     slo: str  # the evaluator's binding SLO at `at`
     evaluator_value: float  # its slowdown there (an absolute-latency limit's `<key>_latency`: seconds)
     des_value: float  # the DES's there; NaN where no DES run is stored at that point
+    # Where the evaluator is optimistic the DES fails at `at`, and mostly on another SLO than the
+    # evaluator's binding one (which then reads the same in both, a knife edge that says nothing):
+    # the slowdown SLO the DES fails on most, "unstable" where its backlog grew, "" where no DES
+    # run is stored there or the evaluator is pessimistic; the DES's value and the evaluator's.
+    des_slo: str = ""
+    des_slo_des_value: float = math.nan
+    des_slo_evaluator_value: float = math.nan
 
     def line(self) -> str:
         unit = "machines" if self.prompt_machines == 0 else "token machines"
@@ -857,11 +864,29 @@ class Miss:
         row = "" if self.prompt_machines == 0 else f"{self.prompt_machines} prompt machines: "
         way = "optimistic" if self.evaluator < self.des else "pessimistic"
         des = "no DES run stored there" if math.isnan(self.des_value) else f"the DES's {self.des_value:.3f}"
+        fails = ""
+        if self.des_slo == "unstable":
+            fails = "; the DES's token backlog grows there"
+        elif self.des_slo:
+            fails = (
+                f"; the DES fails on {self.des_slo} {self.des_slo_des_value:.3f} against the "
+                f"evaluator's {self.des_slo_evaluator_value:.3f}"
+            )
         return (
             f"case {self.case} ({self.label}): {row}{count(self.evaluator)} against the DES's "
             f"{count(self.des)} ({way}); at {self.at} {unit}: {self.slo} {self.evaluator_value:.3f} "
-            f"against {des}"
+            f"against {des}{fails}"
         )
+
+
+def _des_failure(spec, s: DesSet, run: int, got) -> tuple[str, float, float]:
+    """The SLO a stored DES run fails on most (its slowdown limits: the set stores no absolute
+    latencies), with the DES's value and the evaluator's (`got`, one point) for `Miss`."""
+    if not s.stable[run]:
+        return "unstable", math.nan, math.nan
+    des_row = dict(zip(SLO_KEYS, s.slowdown[run].tolist(), strict=True))
+    worst = str(slo_margins(SloSpec(slowdown=spec.slowdown), des_row, {}).binding[0])
+    return worst, des_row[worst], float(got.slowdown[worst][0])
 
 
 def misses(s: DesSet, calibration=None) -> list[Miss]:
@@ -887,7 +912,13 @@ def misses(s: DesSet, calibration=None) -> list[Miss]:
             value = float((got.slowdown if relative else got.latency_s)[name][0])
             run = np.flatnonzero((s.case == i) & (s.prompt == pm) & (s.token == tm))
             des_value = float(s.slowdown[run[0], SLO_KEYS.index(slo)]) if relative and len(run) else math.nan
-            out.append(Miss(i, case.label(), p, des, ev, top, at, slo, value, des_value))
+            miss = Miss(i, case.label(), p, des, ev, top, at, slo, value, des_value)
+            if ev < des and len(run):
+                des_slo, des_slo_value, ev_value = _des_failure(scenario.slo, s, int(run[0]), got)
+                miss = replace(
+                    miss, des_slo=des_slo, des_slo_des_value=des_slo_value, des_slo_evaluator_value=ev_value
+                )
+            out.append(miss)
     return out
 
 

@@ -317,8 +317,10 @@ def test_the_fresh_share_is_fitted_to_the_ttft_error_alone(monkeypatch) -> None:
 
 def test_misses_are_the_rows_score_counts_off_with_where_they_part() -> None:
     """`misses` lists exactly the walked rows `score` counts more than one machine off, each with the
-    evaluator's binding SLO at the first pool size the two disagree on (a join delay five times
-    the fitted one makes an evaluator that misses rows on both kinds of design)."""
+    evaluator's binding SLO at the first pool size the two disagree on, and where the evaluator is
+    optimistic the SLO the DES fails on most there (a join delay five times the fitted one makes an
+    evaluator that misses rows on both kinds of design, and one baseline row optimistic, where the
+    evaluator's binding SLO is not the one the DES fails)."""
     from splitplan.sim.analytic import CALIBRATION
 
     s = _slice(cal.load_set(cal.sim_data_dir() / cal.VALIDATION_FILE), [59, 93, 1, 2, 3, 6])
@@ -335,6 +337,19 @@ def test_misses_are_the_rows_score_counts_off_with_where_they_part() -> None:
         line = m.line()
         assert line.startswith(f"case {m.case} ({s.cases[m.case].label()})")
         assert ("optimistic" in line) == (m.evaluator < m.des)
+        pm, tm = (m.at, 0) if m.prompt_machines == 0 else (m.prompt_machines, m.at)
+        run = np.flatnonzero((s.case == m.case) & (s.prompt == pm) & (s.token == tm))
+        if m.evaluator > m.des or not len(run):
+            assert m.des_slo == ""
+            continue
+        limits = cal._built(s.cases[m.case])[1].slo.slowdown
+        ratios = {k: s.slowdown[run[0], cal.SLO_KEYS.index(k)] / lim for k, lim in limits.items()}
+        assert m.des_slo == max(ratios, key=ratios.__getitem__)
+        assert ratios[m.des_slo] > 1.0  # the DES fails there, on that SLO
+        assert m.des_slo_des_value == s.slowdown[run[0], cal.SLO_KEYS.index(m.des_slo)]
+        assert np.isfinite(m.des_slo_evaluator_value)
+        assert f"the DES fails on {m.des_slo} {m.des_slo_des_value:.3f}" in line
+    assert any(m.des_slo not in ("", m.slo) for m in found)
 
 
 def test_holdout_refuses_an_output_folder_it_cannot_write_before_running(

@@ -1075,9 +1075,11 @@ class _SplitContext(_Chunkwise):
         stop = np.minimum(s.duration_s * scale, absorbed_at)
 
         def ran_s(j: int) -> float:
-            a, b = first[inv[at][j]], first[inv[at][j] + 1]
-            service = arrays[3][a:b]
-            start = arrays[1][a:b] * scale[j] + ttft[offsets[j] : offsets[j] + b - a] - service
+            a = first[inv[at][j]]
+            # only the prompts that arrive before the stop can start before it
+            n = int(np.searchsorted(arrays[1][a : first[inv[at][j] + 1]], stop[j] / scale[j]))
+            service = arrays[3][a : a + n]
+            start = arrays[1][a : a + n] * scale[j] + ttft[offsets[j] : offsets[j] + n] - service
             return float(np.sum(np.clip(stop[j] - start, 0.0, service)))
 
         is_alone = np.zeros(len(at), dtype=bool)

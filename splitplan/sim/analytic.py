@@ -1074,18 +1074,20 @@ class _SplitContext(_Chunkwise):
         # never absorbed, their stop: each group is read once.
         stop = np.minimum(s.duration_s * scale, absorbed_at)
 
+        q = inv[at]
+
         def ran_s(j: int) -> float:
-            a = first[inv[at][j]]
+            a = first[q[j]]
             # only the prompts that arrive before the stop can start before it
-            n = int(np.searchsorted(arrays[1][a : first[inv[at][j] + 1]], stop[j] / scale[j]))
+            n = int(np.searchsorted(arrays[1][a : first[q[j] + 1]], stop[j] / scale[j]))
             service = arrays[3][a : a + n]
             start = arrays[1][a : a + n] * scale[j] + ttft[offsets[j] : offsets[j] + n] - service
             return float(np.sum(np.clip(stop[j] - start, 0.0, service)))
 
-        is_alone = np.zeros(len(at), dtype=bool)
-        is_alone[alone] = True
-        _, lead, back = np.unique(np.where(is_alone, -1, group), return_index=True, return_inverse=True)
-        ran = np.array([ran_s(int(k)) for k in lead])[back.reshape(-1)]
+        ran = np.empty(len(at))
+        shared = np.setdiff1d(np.arange(len(at)), alone)
+        _, lead, back = np.unique(group[shared], return_index=True, return_inverse=True)
+        ran[shared] = np.array([ran_s(int(k)) for k in shared[lead]])[back.reshape(-1)]
         ran[alone] = [ran_s(int(k)) for k in alone]
         later_s = np.maximum(ran - first_s, 0.0)
         spell_s = away * stop / np.maximum(borrowings, 1.0)  # a borrowing's mean time away

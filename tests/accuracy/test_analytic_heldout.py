@@ -599,7 +599,8 @@ def test_a_decode_joins_at_once_on_an_idle_token_machine() -> None:
     machine, so a decode's KV often lands on a machine running nothing and starts at once. The
     DES meets every SLO (E2E P50 1.20). With a busy machine at every point of one decode or more
     (min(N, 1)) the evaluator read E2E P50 1.254, past its limit of 1.25; with the chance a
-    Poisson count of mean N leaves the machine busy (1 − e^−N), 1.240."""
+    Poisson count of mean N leaves the machine busy (1 − e^−N), 1.240; with idle machines taking
+    the new decodes first (`analytic._joined_busy_chance`: 0.31 busy here against 0.69), 1.218."""
     case = _held_out_case(
         "custom",
         "mixtral-8x7b",
@@ -615,4 +616,56 @@ def test_a_decode_joins_at_once_on_an_idle_token_machine() -> None:
     got, des = _evaluator_and_des(case, 2, 10)
     assert des.meets_slo
     assert got.meets_slo[0]
-    assert got.slowdown["e2e_p50"][0] == pytest.approx(des.slowdown["e2e_p50"], rel=0.04)
+    assert got.slowdown["e2e_p50"][0] == pytest.approx(des.slowdown["e2e_p50"], rel=0.02)
+
+
+def test_a_decode_on_a_nearly_idle_token_pool_never_waits_to_join() -> None:
+    """Llama-3.1-8B on eight H100 TP2 fp8 prompt machines and 300 A100 TP1 token machines, the
+    coding preset at 79.6 req/s over 240 s (a fresh held-out draw, seed 15012): 0.3 decodes per
+    token machine. The scheduler sends each decode to the machine with the least committed
+    memory, an idle one while any is left, so in the DES no decode joins a machine running
+    another and each runs as if alone (TBT P50 1.125). With the join paid at the chance a
+    Poisson count leaves a machine busy (1 − e^−N, a quarter here) the evaluator read 1.140, and
+    E2E P50 1.192 against the DES's 1.176 (`analytic._joined_busy_chance`)."""
+    case = _held_out_case(
+        "custom",
+        "llama3.1-8b",
+        "code",
+        79.603,
+        1346589003,
+        240.0,
+        prompt_node="dgx-h100",
+        token_node="dgx-a100",
+        prompt_tp=2,
+        token_tp=1,
+        prompt_precision="fp8",
+    )
+    got, des = _evaluator_and_des(replace(case, workload="coding"), 8, 300)
+    for q in ("tbt_p50", "e2e_p50"):
+        assert got.slowdown[q][0] == pytest.approx(des.slowdown[q], rel=0.006), q
+
+
+def test_a_decode_at_one_to_two_per_machine_mostly_finds_an_idle_one() -> None:
+    """Llama-3.1-8B on two MI300X TP2 prompt machines and twelve A100 TP1 token machines, the
+    reference code trace at 13.5 req/s over 240 s (a fresh held-out draw, seed 15006): 1.3
+    decodes per token machine. A machine holding one decode falls idle when it ends and takes the
+    next, so fewer decodes find a busy machine than random placement would leave (0.45 against
+    0.73). The DES meets every SLO (E2E P50 1.236); with 1 − e^−N the evaluator read E2E P50
+    1.252, past its limit of 1.25, and its smallest token count at two prompt machines was 13
+    against the DES's 10 (`analytic._joined_busy_chance`)."""
+    case = _held_out_case(
+        "custom",
+        "llama3.1-8b",
+        "reference/splitwise-sim/traces/rr_code_70_2min.csv",
+        13.532,
+        318878617,
+        240.0,
+        prompt_node="mi300x-8x",
+        token_node="dgx-a100",
+        prompt_tp=2,
+        token_tp=1,
+    )
+    got, des = _evaluator_and_des(case, 2, 12)
+    assert des.meets_slo
+    assert got.meets_slo[0]
+    assert got.slowdown["e2e_p50"][0] == pytest.approx(des.slowdown["e2e_p50"], rel=0.005)

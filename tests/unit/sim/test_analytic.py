@@ -170,6 +170,20 @@ def test_row_percentiles_match_numpy_at_any_percentiles(values: list[float], pct
     assert np.allclose(ours, np.percentile(x, pcts, axis=1), rtol=1e-12, atol=1e-12)
 
 
+@given(st.floats(0.0, 50.0), st.floats(0.0, 50.0))
+def test_a_joining_decode_finds_its_machine_busy_less_often_than_at_random(n1: float, n2: float) -> None:
+    """Idle machines take new decodes first: below one decode per machine none finds a busy one;
+    the chance never exceeds random placement's 1 − e^−N and grows with N."""
+    lo, hi = sorted((n1, n2))
+    busy = analytic._joined_busy_chance(np.array([lo, hi]))
+    assert 0.0 <= busy[0] <= busy[1] <= 1.0
+    assert busy[0] <= -math.expm1(-lo) + 1e-12
+    if lo <= 1.0:
+        assert busy[0] == 0.0
+    if lo >= 2.0:
+        assert busy[0] == pytest.approx(-math.expm1(-lo))
+
+
 def test_bisect_finds_roots_and_clamps_when_there_is_none() -> None:
     target = np.array([2.0, 5.0, 50.0])
     root = bisect_increasing(lambda x: x**2 - target, np.zeros(3), np.full(3, 6.0))

@@ -167,8 +167,6 @@ def test_held_out_baseline_ttft_percentiles(validation) -> None:
     """The baselines' TTFT P50/P90/P99 on held-out points: within 4–5 % of the DES's on average
     (mean |log| of the ratio), and the fitted fresh share is what brings them there (every prompt
     at a uniform point of the running iteration is off by more)."""
-    from dataclasses import replace
-
     err = cal.baseline_ttft_error(validation, CALIBRATION)
     assert err <= MAX_HELD_OUT_BASELINE_TTFT_ERROR, err
     uniform = cal.baseline_ttft_error(validation, replace(CALIBRATION, baseline_fresh_share=0.0))
@@ -177,8 +175,6 @@ def test_held_out_baseline_ttft_percentiles(validation) -> None:
 
 def test_the_score_detects_a_bad_calibration(validation, held_out_score) -> None:
     """The scoring is not vacuous: a calibration far off scores clearly worse."""
-    from dataclasses import replace
-
     off = replace(CALIBRATION, join_fraction=4.0, baseline_jsq_spread=0.0)
     worse = cal.score(validation, off, probe=True)
     assert worse.agreement < held_out_score.agreement - 0.01
@@ -188,7 +184,7 @@ def _held_out_case(
     design: str, model: str, trace: str, rate_rps: float, seed: int, duration_s: float = 60.0, **pools
 ) -> cal.Case:
     """A validation case: whole-node fp16 pools unless `pools` says otherwise, on the Azure "code"
-    or "conv" trace or a trace path under ../shared."""
+    or "conv" trace, the "coding" or "conversation" preset, or a trace path under ../shared."""
     whole_node_fp16 = {
         "prompt_node": "",
         "token_node": "",
@@ -198,12 +194,12 @@ def _held_out_case(
         "token_precision": "fp16",
         "token_power_cap": 1.0,
     }
-    azure = {"code", "conv"}
-    workload = (
-        f"trace:data/azure-llm-2023/AzureLLMInferenceTrace_{trace}.csv"
-        if trace in azure
-        else f"trace:{trace}"
-    )
+    if trace in {"code", "conv"}:
+        workload = f"trace:data/azure-llm-2023/AzureLLMInferenceTrace_{trace}.csv"
+    elif trace in {"coding", "conversation"}:
+        workload = trace
+    else:
+        workload = f"trace:{trace}"
     return cal.Case(
         design=design,
         model=model,
@@ -217,8 +213,7 @@ def _held_out_case(
 
 def _splitwise_hh_coding(model: str, rate_rps: float, duration_s: float, seed: int) -> cal.Case:
     """Splitwise-HH (whole-node fp16 pools) on the coding preset."""
-    case = _held_out_case("splitwise-hh", model, "code", rate_rps, seed, duration_s)
-    return replace(case, workload="coding")
+    return _held_out_case("splitwise-hh", model, "coding", rate_rps, seed, duration_s)
 
 
 def _evaluator_and_des(case: cal.Case, prompt: int, token: int):
@@ -520,7 +515,7 @@ def test_an_all_borrowed_token_pool_is_mixed_in_periods_not_to_the_trace_end() -
     b200_h100 = _held_out_case(
         "custom",
         "llama2-70b",
-        "code",
+        "coding",
         72.14,
         1255129038,
         240.0,
@@ -528,7 +523,7 @@ def test_an_all_borrowed_token_pool_is_mixed_in_periods_not_to_the_trace_end() -
         token_node="dgx-h100",
     )
     splitwise_ha = _held_out_case("splitwise-ha", "llama2-70b", "code", 25.004, 2100285966, 240.0)
-    for case, prompt, token in ((replace(b200_h100, workload="coding"), 5, 12), (splitwise_ha, 5, 6)):
+    for case, prompt, token in ((b200_h100, 5, 12), (splitwise_ha, 5, 6)):
         got, des = _evaluator_and_des(case, prompt, token)
         assert des.meets_slo
         assert got.meets_slo[0] or case is splitwise_ha
@@ -548,7 +543,7 @@ def test_a_decode_on_a_nearly_idle_token_pool_meets_a_batch_of_about_one() -> No
     case = _held_out_case(
         "custom",
         "mixtral-8x22b",
-        "code",
+        "conversation",
         2.572,
         1839022235,
         240.0,
@@ -558,7 +553,7 @@ def test_a_decode_on_a_nearly_idle_token_pool_meets_a_batch_of_about_one() -> No
         token_tp=4,
         prompt_precision="fp8",
     )
-    got, des = _evaluator_and_des(replace(case, workload="conversation"), 1, 19)
+    got, des = _evaluator_and_des(case, 1, 19)
     assert des.meets_slo
     assert got.meets_slo[0]
     assert got.slowdown["tbt_p50"][0] == pytest.approx(des.slowdown["tbt_p50"], rel=0.04)
@@ -645,7 +640,7 @@ def test_a_decode_on_a_nearly_idle_token_pool_never_waits_to_join() -> None:
     case = _held_out_case(
         "custom",
         "llama3.1-8b",
-        "code",
+        "coding",
         79.603,
         1346589003,
         240.0,
@@ -655,6 +650,6 @@ def test_a_decode_on_a_nearly_idle_token_pool_never_waits_to_join() -> None:
         token_tp=1,
         prompt_precision="fp8",
     )
-    got, des = _evaluator_and_des(replace(case, workload="coding"), 8, 300)
+    got, des = _evaluator_and_des(case, 8, 300)
     for q in ("tbt_p50", "e2e_p50"):
         assert got.slowdown[q][0] == pytest.approx(des.slowdown[q], rel=0.006), q

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -318,8 +319,6 @@ def test_other_bad_inputs_are_input_errors(coding: Scenario) -> None:
 
 
 def test_a_model_that_does_not_fit_raises_up_front(coding: Scenario) -> None:
-    from dataclasses import replace
-
     huge = replace(coding, sim=SimConfig(weight_bytes={"llama2-70b": 1e13}))
     with pytest.raises(ModelDoesNotFitError):
         evaluate_grid(get_design("splitwise-hh"), np.array([10]), np.array([10]), huge)
@@ -335,8 +334,6 @@ def test_sample_size_controls_the_sample(coding: Scenario) -> None:
 
 
 def test_sample_quantiles_are_stratified_within_every_size_stratum(coding: Scenario) -> None:
-    from dataclasses import replace
-
     for seed in (0, 1):
         s = analytic._draw_sample(replace(coding, seed=seed), None)
         u = -np.expm1(s.log1mu)
@@ -357,8 +354,6 @@ def test_sample_quantiles_are_stratified_within_every_size_stratum(coding: Scena
 def test_the_warmup_requests_are_not_sampled_and_still_load_the_cluster(coding: Scenario) -> None:
     # the DES leaves requests arriving before warmup_s out of its percentiles; so does the
     # evaluator: its sample and TTFT set are drawn from the others, its replays run them all
-    from dataclasses import replace
-
     warm = replace(coding, sim=replace(coding.sim, warmup_s=20.0))
     arrivals = coding.workload.arrival_s
     s = analytic._draw_sample(warm, None)
@@ -379,14 +374,14 @@ def test_the_warmup_requests_are_not_sampled_and_still_load_the_cluster(coding: 
     cold = evaluate_grid(d, np.array([12]), np.array([20]), coding).slowdown["ttft_p90"][0]
     hot = evaluate_grid(d, np.array([12]), np.array([20]), warm).slowdown["ttft_p90"][0]
     assert abs(hot / cold - 1.0) > 0.01
-    # a baseline's TBT P90 moves as the DES's does
+    # a baseline's percentiles are over the counted requests too. (Not their direction: the DES's
+    # TBT P90 falls 1.4 % here, and the evaluator's rises 2.4 % on 2,001 requests and 1.2 % on the
+    # whole workload; on the default 501 it falls, by the sample's chance.)
     b = get_design("baseline-h100")
     moved = [
         evaluate_grid(b, np.array([30]), np.array([0]), sc).slowdown["tbt_p90"][0] for sc in (coding, warm)
     ]
-    moved_des = [simulate_des(ClusterConfig.baseline(b, 30), sc).slowdown["tbt_p90"] for sc in (coding, warm)]
     assert moved[1] != moved[0]
-    assert np.sign(moved[1] - moved[0]) == np.sign(moved_des[1] - moved_des[0])
 
 
 @pytest.mark.parametrize(
@@ -404,8 +399,6 @@ def test_the_warmup_requests_are_not_sampled_and_still_load_the_cluster(coding: 
 def test_check_modelled_refuses_what_only_the_des_simulates(
     coding: Scenario, design: str, interrupts: str, refused: bool
 ) -> None:
-    from dataclasses import replace
-
     sc = replace(coding, sim=replace(coding.sim, prompt_interrupts_decodes=interrupts))
     d = get_design(design)
     config = (
@@ -424,8 +417,6 @@ def test_check_modelled_refuses_what_only_the_des_simulates(
 
 
 def test_a_warmup_leaving_one_request_is_an_input_error(coding: Scenario) -> None:
-    from dataclasses import replace
-
     last = float(coding.workload.arrival_s[-1])
     lone = replace(coding, sim=replace(coding.sim, warmup_s=last))
     with pytest.raises(InputError, match="warmup_s"):
@@ -892,8 +883,6 @@ def test_a_fresh_machine_makes_a_prompt_wait_out_more_of_the_iteration() -> None
 
 
 def test_a_small_pool_under_one_machine_is_refused() -> None:
-    from dataclasses import replace
-
     with pytest.raises(InputError, match="baseline_jsq_small_pool is a machine count"):
         replace(analytic.CALIBRATION, baseline_jsq_small_pool=0.5)
     with pytest.raises(InputError, match="jsq_small_pool is a machine count"):
@@ -901,8 +890,6 @@ def test_a_small_pool_under_one_machine_is_refused() -> None:
 
 
 def test_a_fresh_share_outside_zero_to_one_is_refused() -> None:
-    from dataclasses import replace
-
     with pytest.raises(InputError, match="baseline_fresh_share"):
         replace(analytic.CALIBRATION, baseline_fresh_share=1.5)
 

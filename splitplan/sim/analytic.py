@@ -918,13 +918,18 @@ class _SplitContext(_Chunkwise):
         n = np.maximum(nbat, 1.0)[:, None]
         cv = self.resident_cv
         spread = (nbat * _busy_chance(nbat))[:, None]  # variance over cv²: N·(1 − e^−N)
-        seen = n + cv * cv * spread / n + self.seen_deviation[None, :] * np.sqrt(spread)
-        seen = np.clip(seen, 1.0, max(self.nmax, 1.0))
+        # (in place: each points × requests array is allocated once)
+        seen = self.seen_deviation[None, :] * np.sqrt(spread)
+        seen += n + cv * cv * spread / n
+        np.clip(seen, 1.0, max(self.nmax, 1.0), out=seen)
         tau = np.interp(n, self.grid, self.tau_grid)  # at the mean: batch part + context part
-        met = tau + np.interp(seen, self.grid, self.f_grid) - np.interp(n, self.grid, self.f_grid)
+        met = np.interp(seen, self.grid, self.f_grid)
+        met += tau
+        met -= np.interp(n, self.grid, self.f_grid)
         # the context met: N − 1 others at the mean and the decode's own
         met += np.interp(n, self.grid, self.context_cost_grid) * self.own_context_excess[None, :]
-        return met / tau
+        met /= tau
+        return met
 
     def _longest_decode(self, nbat: FloatArray) -> FloatArray:
         """Decode iterations a batch of N needs to drain: the N/(N + 1) quantile of a resident

@@ -148,8 +148,100 @@ def prompt_time_table(perf, tokens: np.ndarray, prompts: int) -> np.ndarray:
 _QUEUE = 64  # prompts a mixed machine's queue holds at most in `_mixed` (more are run as if queued)
 
 
+@nb.njit(cache=True, inline="always")
+def _young_drain(age, batch, lengths, weight):
+    """The iterations a token machine needs to drain its batch when the decodes it holds are at
+    most `age` iterations old (the trace starts empty): the 1/(n + 1) upper quantile of what is
+    left of a resident decode, n the batch then. A resident decode's lengths come as equal strata
+    of the length-biased distribution (`lengths`, increasing, none zero), so the decodes that
+    arrived over the last `age` iterations and are left x or more iterations each weigh
+    min(max(L − x, 0), age) / L; `weight` holds the prefix sums of 1/L. Long past every decode
+    it is the steady drain
+    (`analytic._SplitContext._longest_decode`)."""
+    k = len(lengths)
+    if k == 0:
+        return 0.0
+
+    def mass(x):  # Σ min(max(L − x, 0), age) / L over the strata, by the prefix sums
+        lo = np.searchsorted(lengths, x, side="right")  # L ≤ x: nothing left
+        hi = np.searchsorted(lengths, x + age, side="left")  # L ≥ x + age: age each
+        middle = (hi - lo) - x * (weight[hi] - weight[lo])  # Σ (L − x) / L
+        return middle + (age * (weight[k] - weight[hi]) if hi < k else 0.0)
+
+    mass0 = mass(0.0)
+    if mass0 <= 0.0:
+        return 0.0
+    target = mass0 / (batch * mass0 / k + 1.0)  # the batch, filled for `age`: batch · mass0 / k
+    lo, hi = 0.0, lengths[k - 1]
+    for _ in range(20):  # to a millionth of the longest decode
+        x = 0.5 * (lo + hi)
+        if mass(x) > target:
+            lo = x
+        else:
+            hi = x
+    return 0.5 * (lo + hi)
+
+
+@nb.njit(cache=True, inline="always")
+def _advance(
+    t,
+    absorbed,
+    done_v,
+    done_i,
+    pend_v,
+    pend_i,
+    back_v,
+    back_i,
+    size,
+    q_end,
+    q_tok,
+    q_head,
+    q_len,
+    q_sum,
+    since,
+    spare,
+    n_spare,
+    away_s,
+):
+    """`_mixed`'s state at time t: the prompts that end by t leave their machines' queues, then
+    (before the absorption) the mixed machines idle by t go back to the token pool. Returns the
+    spare token machines and the machine-seconds away, updated. (q: each machine's queue — its
+    prompts' ends and tokens, head, length and pending tokens.)"""
+    while done_v[1] <= t:  # a prompt ends: it leaves its machine's queue
+        m = done_i[1]
+        q_sum[m] -= q_tok[m, q_head[m]]
+        q_head[m] = (q_head[m] + 1) % _QUEUE
+        q_len[m] -= 1
+        if q_len[m] == 0:
+            q_sum[m] = 0.0
+        _tree_set(done_v, done_i, 0, size, m, q_end[m, q_head[m]] if q_len[m] > 0 else INF)
+        _tree_set(pend_v, pend_i, 0, size, m, q_sum[m])
+    while not absorbed and back_v[1] <= t:  # idle: back to the token pool
+        m = back_i[1]
+        away_s += back_v[1] - since[m]
+        _tree_set(pend_v, pend_i, 0, size, m, INF)
+        _tree_set(back_v, back_i, 0, size, m, INF)
+        spare[n_spare] = m
+        n_spare += 1
+    return n_spare, away_s
+
+
 @nb.njit(cache=True)
-def _mixed(arrival_s, prompt_tokens, service_s, machines, drain_s, full_tokens, end_s, ttft_s, cut):
+def _mixed(
+    arrival_s,
+    prompt_tokens,
+    service_s,
+    machines,
+    drain_s,
+    full_tokens,
+    end_s,
+    ttft_s,
+    cut,
+    away_now,
+    tau_s,
+    batch,
+    lengths,
+):
     """One point's mixed pool (`replay_mixed_pools`); writes each prompt's TTFT into `ttft_s` and
     returns (the token machines away on average until every one is borrowed, when that happens,
     the most away at once, the prompts replayed, the borrowings before every machine is away, and
@@ -182,28 +274,64 @@ def _mixed(arrival_s, prompt_tokens, service_s, machines, drain_s, full_tokens, 
     replayed = len(arrival_s)
     borrowings = 0  # token machines borrowed while another is left …
     first_s = 0.0  # … and the time of the prompt each one was borrowed for
-    for i in range(len(arrival_s)):
-        if cut and absorbed_at < INF:
-            replayed = i  # (the caller takes the rest's TTFTs from elsewhere)
+    weight = np.zeros(len(lengths) + 1)  # prefix sums of 1/L (`_young_drain`)
+    for j in range(len(lengths)):
+        weight[j + 1] = weight[j] + 1.0 / lengths[j]
+    steady = _young_drain(INF, batch, lengths, weight)
+    probes = len(away_now)  # the machines away at (g + ½) / probes of end_s, g = 0 … probes − 1
+    g = 0
+    for i in range(len(arrival_s) + 1):
+        t = arrival_s[i] if i < len(arrival_s) else INF  # (the last pass reads the probes left)
+        while g < probes and (g + 0.5) * end_s / probes <= t:
+            at = (g + 0.5) * end_s / probes
+            if done_v[1] <= at or (absorbed_at == INF and back_v[1] <= at):
+                n_spare, away_s = _advance(
+                    at,
+                    absorbed_at < INF,
+                    done_v,
+                    done_i,
+                    pend_v,
+                    pend_i,
+                    back_v,
+                    back_i,
+                    size,
+                    q_end,
+                    q_tok,
+                    q_head,
+                    q_len,
+                    q_sum,
+                    since,
+                    spare,
+                    n_spare,
+                    away_s,
+                )
+            away_now[g] = machines - n_spare if absorbed_at == INF else machines
+            g += 1
+        if i == len(arrival_s) or (cut and absorbed_at < INF):
+            replayed = min(i, replayed)  # (past an absorption the caller takes the TTFTs elsewhere)
             break
-        t = arrival_s[i]
         p = prompt_tokens[i]
-        while done_v[1] <= t:  # a prompt ends: it leaves its machine's queue
-            m = done_i[1]
-            q_sum[m] -= q_tok[m, q_head[m]]
-            q_head[m] = (q_head[m] + 1) % _QUEUE
-            q_len[m] -= 1
-            if q_len[m] == 0:
-                q_sum[m] = 0.0
-            _tree_set(done_v, done_i, 0, size, m, q_end[m, q_head[m]] if q_len[m] > 0 else INF)
-            _tree_set(pend_v, pend_i, 0, size, m, q_sum[m])
-        while absorbed_at == INF and back_v[1] <= t:  # idle: back to the token pool
-            m = back_i[1]
-            away_s += back_v[1] - since[m]
-            _tree_set(pend_v, pend_i, 0, size, m, INF)
-            _tree_set(back_v, back_i, 0, size, m, INF)
-            spare[n_spare] = m
-            n_spare += 1
+        if done_v[1] <= t or (absorbed_at == INF and back_v[1] <= t):
+            n_spare, away_s = _advance(
+                t,
+                absorbed_at < INF,
+                done_v,
+                done_i,
+                pend_v,
+                pend_i,
+                back_v,
+                back_i,
+                size,
+                q_end,
+                q_tok,
+                q_head,
+                q_len,
+                q_sum,
+                since,
+                spare,
+                n_spare,
+                away_s,
+            )
         best = pend_i[1] if pend_v[1] < INF else -1
         # the least-pending mixed machine takes it unless it is full (a queue, and its pending
         # tokens would pass the cap); else a token machine is borrowed while one is left
@@ -211,7 +339,8 @@ def _mixed(arrival_s, prompt_tokens, service_s, machines, drain_s, full_tokens, 
             n_spare -= 1
             best = spare[n_spare]
             since[best] = t
-            drain_end[best] = t + drain_s
+            young = _young_drain(t / tau_s, batch, lengths, weight) / steady if steady > 0.0 else 1.0
+            drain_end[best] = t + drain_s * young
             last_end[best] = t
             most = max(most, machines - n_spare)
             if n_spare == 0:
@@ -235,6 +364,8 @@ def _mixed(arrival_s, prompt_tokens, service_s, machines, drain_s, full_tokens, 
         _tree_set(pend_v, pend_i, 0, size, best, q_sum[best])
         if absorbed_at == INF:
             _tree_set(back_v, back_i, 0, size, best, max(drain_end[best], end))
+    if absorbed_at < INF:
+        away_now[g:] = machines
     stop = min(end_s, absorbed_at)
     for m in range(machines):
         if pend_v[size + m] < INF:  # still borrowed
@@ -255,6 +386,10 @@ def _mixed_points(
     service_s,
     full_tokens,
     cut,
+    probes,
+    tau_s,
+    batch,
+    lengths,
 ):
     n = len(pair)
     offsets = np.zeros(n + 1, np.int64)
@@ -267,6 +402,7 @@ def _mixed_points(
     replayed = np.empty(n, np.int64)
     borrowings = np.empty(n, np.int64)
     first_s = np.empty(n)
+    away_now = np.zeros((n, probes))
     for k in range(n):
         a, b = first[pair[k]], first[pair[k] + 1]
         away[k], absorbed_at[k], most[k], replayed[k], borrowings[k], first_s[k] = _mixed(
@@ -279,8 +415,12 @@ def _mixed_points(
             end_s[k],
             ttft_s[offsets[k] : offsets[k + 1]],
             cut,
+            away_now[k],
+            tau_s[k] if len(tau_s) else 1.0,
+            batch[k] if len(batch) else 0.0,
+            lengths,
         )
-    return ttft_s, offsets, away, absorbed_at, most, replayed, borrowings, first_s
+    return ttft_s, offsets, away, absorbed_at, most, replayed, borrowings, first_s, away_now
 
 
 def replay_mixed_pools(
@@ -296,7 +436,11 @@ def replay_mixed_pools(
     full_tokens: float,
     *,
     until_absorbed: bool = False,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    probes: int = 0,
+    young: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> tuple[
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
+]:
     """The prompts a split design's prompt pool overflowed, replayed on the mixed pool the DES
     borrows token machines into, at many points at once.
 
@@ -306,7 +450,9 @@ def replay_mixed_pools(
     token machines. Returns every replayed prompt's TTFT (point k's at offsets[k] … offsets[k + 1]),
     the offsets, and per point the token machines away on average until every one is borrowed,
     when that happens (inf: never) and the most away at once (below machines[k]: the replay is
-    the same with any more machines).
+    the same with any more machines). With `probes`, last: the machines away at each of that many
+    times (g + ½)·end_s[k] / probes (all of them once every one is borrowed), for the batch a
+    decode meets over time (`analytic._SplitContext._batch_over_time`).
 
     The DES's rules, with a mixed machine's decodes reduced to their drain: an overflowed prompt
     goes to the mixed machine with the fewest pending prompt tokens unless that one is full (a
@@ -314,7 +460,10 @@ def replay_mixed_pools(
     long as one is left. A mixed machine runs its prompts FCFS (the caller adds the wait for the
     running decode iteration to the prompts that found it running no prompt), and returns to the
     token pool once idle: its prompts done and its batch drained, drain_s[k] after it was borrowed
-    plus the prompt time it ran. Once every token machine is borrowed, new decodes go to the mixed
+    plus the prompt time it ran. With `young` = (τ, N, lengths) per point — the decode iteration,
+    the steady batch, a resident decode's length strata — a machine borrowed at t drains
+    drain_s[k] × `_young_drain`(t / τ) / `_young_drain`(∞): its decodes arrived since the trace
+    began. Once every token machine is borrowed, new decodes go to the mixed
     machines, and this replay keeps the pool mixed to the trace's end (end_s[k]) for the
     overflowed prompts' TTFTs; the decodes' stalls follow the DES's periods instead, which end
     when a mixed machine falls idle (`analytic._SplitContext._all_mixed`).
@@ -336,4 +485,10 @@ def replay_mixed_pools(
         np.ascontiguousarray(service_s, dtype=np.float64),
         float(full_tokens),
         bool(until_absorbed),
+        int(probes),
+        *(
+            (np.zeros(0), np.zeros(0), np.zeros(0))
+            if young is None
+            else tuple(np.ascontiguousarray(a, dtype=np.float64) for a in young)
+        ),
     )

@@ -777,6 +777,60 @@ def test_a_borrowed_batch_drains_for_what_is_left_of_its_longest_decode(coding: 
     assert np.all(ctx._longest_decode(batches) > 1.5 * np.quantile(dec, batches / (batches + 1.0)))
 
 
+def test_a_young_batch_drains_for_what_is_left_of_its_decodes_since_the_trace_began(coding: Scenario) -> None:
+    """A token machine borrowed `age` iterations into the trace holds decodes that arrived since
+    it began: sampled as such (each arrival uniform over the age, resident while its decode
+    lasts), the N_age/(N_age + 1) quantile of what is left of them, N_age the batch filled for
+    that long, is what `_prompt_replay._young_drain` reads from the strata; long past every
+    decode it is the steady drain (`_longest_decode`)."""
+    from splitplan.sim._prompt_replay import _young_drain
+
+    ctx, dec, _ = _split_context_and_resident_decodes_left(coding)
+    lengths = ctx.drain_lengths
+    weight = np.concatenate([[0.0], np.cumsum(1.0 / lengths)])
+    rng = np.random.default_rng(11)
+    # (64 strata read the 1/101 upper quantile of a batch of 100 within 11 %: the top stratum holds
+    # 1/64 of the resident decodes; the replay applies the young drain as a share of this steady one)
+    for batch, close in ((3.0, 0.02), (20.0, 0.02), (100.0, 0.12)):
+        steady = _young_drain(np.inf, batch, lengths, weight)
+        assert steady == pytest.approx(float(ctx._longest_decode(np.array([batch]))[0]), rel=close)
+        drains = [_young_drain(age, batch, lengths, weight) for age in (5.0, 30.0, 100.0, 400.0)]
+        assert drains == sorted(drains)
+        assert drains[-1] < steady
+        for age, got in zip((5.0, 30.0, 100.0), drains, strict=False):
+            d = rng.choice(dec, 400_000)
+            arrived = rng.uniform(0.0, age, len(d))
+            left = (d - arrived)[d > arrived]
+            n = batch * float(np.mean(np.minimum(dec, age))) / float(dec.mean())
+            assert got == pytest.approx(float(np.quantile(left, n / (n + 1.0))), rel=max(close, 0.06))
+
+
+def test_the_batch_follows_the_machines_the_mixed_pool_leaves_over_time(coding: Scenario) -> None:
+    """`_batch_over_time`: with the same count away all along, every request meets the steady
+    batch of the machines left; after the pool takes machines at the trace's middle, the batch
+    climbs as the decodes that arrive after it fill the machines left (averaged back over a
+    resident decode's duration), and a request whose decode starts long after meets the steady
+    batch of the fewer machines."""
+    ctx, _, _ = _split_context_and_resident_decodes_left(coding)
+    probes = 256
+    T = np.array([10.0, 10.0])
+    taken = np.array([0.3, 0.3]) * ctx.decode_capacity * 6.0  # 0.3 of six machines' capacity
+    tau = np.full(2, float(ctx.tau_grid[len(ctx.tau_grid) // 4]))
+    away = np.zeros((2, probes))
+    away[0] = 4.0
+    away[1, probes // 2 :] = 4.0
+    got = ctx._batch_over_time(np.arange(2), away, T, taken, tau, np.ones(2))
+    steady = np.interp(taken / 6.0, ctx.load_grid, ctx.load_batch)
+    np.testing.assert_allclose(got[0], steady[0], rtol=1e-9)
+    start_s = ctx.s.t_s
+    before = start_s + ctx.dec * tau[1] < 0.45 * ctx.s.duration_s
+    late = start_s > 0.9 * ctx.s.duration_s
+    fewer = np.interp(taken[1] / 10.0, ctx.load_grid, ctx.load_batch)
+    np.testing.assert_allclose(got[1, before], fewer, rtol=1e-9)
+    assert np.all(got[1, late] > fewer)
+    assert float(np.median(got[1, late])) == pytest.approx(steady[1], rel=0.05)
+
+
 def test_borrowed_machines_drain_their_least_loaded_batch_up_to_their_capacity(coding: Scenario) -> None:
     """The decode tokens per second the borrowed token machines serve themselves: per
     borrowing, the least-loaded machine's batch times a resident decode's mean remaining

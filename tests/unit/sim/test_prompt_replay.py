@@ -15,8 +15,13 @@ CAP = 8192.0  # pending-token cap of a machine with a queue
 
 def mixed(t, p, s, machines, drain_s, end_s=100.0, **kw):
     """One point: the prompts (arrival t, tokens p, service s) on `machines` token machines."""
+    return mixed_over_time(t, p, s, machines, drain_s, end_s, **kw)[:-1]
+
+
+def mixed_over_time(t, p, s, machines, drain_s, end_s=100.0, **kw):
+    """`mixed`, and the machines away at the replay's probe times last."""
     t, p, s = (np.asarray(x, dtype=np.float64) for x in (t, p, s))
-    ttft, off, away, absorbed, most, replayed, borrowings, first_s = replay_mixed_pools(
+    ttft, off, away, absorbed, most, replayed, borrowings, first_s, away_now = replay_mixed_pools(
         np.array([0]),
         np.array([1.0]),
         np.array([machines]),
@@ -37,6 +42,7 @@ def mixed(t, p, s, machines, drain_s, end_s=100.0, **kw):
         int(replayed[0]),
         int(borrowings[0]),
         float(first_s[0]),
+        away_now[0],
     )
 
 
@@ -105,3 +111,51 @@ def test_a_replay_that_never_borrows_every_machine_is_the_same_with_more(seed: i
         assert got[5:] == (borrowings, first_s)
     # with as many machines as it borrowed at once, the pool is absorbed
     assert mixed(t, p, s, machines=most, drain_s=4.0)[2] < np.inf
+
+
+def test_the_machines_away_are_read_at_each_probe_time() -> None:
+    """The count the evaluator's decode batch follows through the trace
+    (`_SplitContext._batch_over_time`): borrowed over [0, 6] and [10, 16] of a 20 s trace, read at
+    the middle of each of 20 one-second steps; the rest of the replay does not change."""
+    args = ([0.0, 10.0], [6000] * 2, [1.0] * 2)
+    *rest, away_now = mixed_over_time(*args, machines=2, drain_s=5.0, end_s=20.0, probes=20)
+    want = np.zeros(20)
+    want[0:6] = want[10:16] = 1.0
+    np.testing.assert_array_equal(away_now, want)
+    without = mixed(*args, machines=2, drain_s=5.0, end_s=20.0)
+    np.testing.assert_array_equal(rest[0], without[0])
+    assert rest[1] == pytest.approx(without[1], rel=1e-12)
+    assert rest[2:] == list(without[2:])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_machines_away_over_time_average_to_the_time_away(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = 300
+    t = np.sort(rng.uniform(0.0, 100.0, n))
+    p = rng.integers(200, 8000, n).astype(np.float64)
+    s = p / 8000.0 * 1.2
+    *rest, away_now = mixed_over_time(t, p, s, machines=64, drain_s=4.0, probes=4000)
+    assert away_now.max() == rest[3]  # the most away at once
+    assert rest[2] == np.inf  # never absorbed
+    assert float(away_now.mean()) == pytest.approx(rest[1], rel=0.01)
+    # once every machine is borrowed the count is all of them from then on
+    *rest, away_now = mixed_over_time(t, p, s, machines=2, drain_s=50.0, probes=100, until_absorbed=True)
+    absorbed = rest[2]
+    at = (np.arange(100) + 0.5) * 100.0 / 100
+    assert np.all(away_now[at >= absorbed] == 2)
+    assert np.all(away_now[at < absorbed] < 2)
+
+
+def test_a_machine_borrowed_early_holds_young_decodes_and_drains_sooner() -> None:
+    """At the trace's start the token machines' decodes are young: what is left of the longest
+    is shorter than in the steady state (`_young_drain`). Borrowed at 0 a machine returns once its
+    prompt ends; borrowed long after, it drains for drain_s (here every decode is 100 iterations
+    of a 0.05 s step: 5 s)."""
+    young = (np.array([0.05]), np.array([10.0]), np.full(16, 100.0))
+    args = ([0.0], [6000], [1.0])
+    assert mixed(*args, machines=2, drain_s=5.0, end_s=20.0, young=young)[1] == pytest.approx(1.0 / 20.0)
+    assert mixed([30.0], [6000], [1.0], machines=2, drain_s=5.0, end_s=40.0, young=young)[1] == pytest.approx(
+        6.0 / 40.0, rel=1e-6
+    )
+    assert mixed(*args, machines=2, drain_s=5.0, end_s=20.0)[1] == pytest.approx(6.0 / 20.0)

@@ -282,11 +282,12 @@ def _mixed(
     g = 0
     for i in range(len(arrival_s) + 1):
         t = arrival_s[i] if i < len(arrival_s) else INF  # (the last pass reads the probes left)
-        while g < probes and (g + 0.5) * end_s / probes <= t:
-            at = (g + 0.5) * end_s / probes
-            if done_v[1] <= at or (absorbed_at == INF and back_v[1] <= at):
+        while True:  # the probes due before t, then t itself: the state at each
+            probe = g < probes and (g + 0.5) * end_s / probes <= t
+            x = (g + 0.5) * end_s / probes if probe else t
+            if x < INF and (done_v[1] <= x or (absorbed_at == INF and back_v[1] <= x)):
                 n_spare, away_s = _advance(
-                    at,
+                    x,
                     absorbed_at < INF,
                     done_v,
                     done_i,
@@ -305,33 +306,14 @@ def _mixed(
                     n_spare,
                     away_s,
                 )
+            if not probe:
+                break
             away_now[g] = machines - n_spare if absorbed_at == INF else machines
             g += 1
         if i == len(arrival_s) or (cut and absorbed_at < INF):
             replayed = min(i, replayed)  # (past an absorption the caller takes the TTFTs elsewhere)
             break
         p = prompt_tokens[i]
-        if done_v[1] <= t or (absorbed_at == INF and back_v[1] <= t):
-            n_spare, away_s = _advance(
-                t,
-                absorbed_at < INF,
-                done_v,
-                done_i,
-                pend_v,
-                pend_i,
-                back_v,
-                back_i,
-                size,
-                q_end,
-                q_tok,
-                q_head,
-                q_len,
-                q_sum,
-                since,
-                spare,
-                n_spare,
-                away_s,
-            )
         best = pend_i[1] if pend_v[1] < INF else -1
         # the least-pending mixed machine takes it unless it is full (a queue, and its pending
         # tokens would pass the cap); else a token machine is borrowed while one is left

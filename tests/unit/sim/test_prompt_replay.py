@@ -46,6 +46,14 @@ def mixed_over_time(t, p, s, machines, drain_s, end_s=100.0, **kw):
     )
 
 
+def random_overflow(seed: int, n: int):
+    """n overflowed prompts over 100 s: arrivals, 200–8,000 tokens, 0.15 s per 1,000 tokens."""
+    rng = np.random.default_rng(seed)
+    t = np.sort(rng.uniform(0.0, 100.0, n))
+    p = rng.integers(200, 8000, n).astype(np.float64)
+    return t, p, p / 8000.0 * 1.2
+
+
 def test_small_prompts_queue_on_the_borrowed_machine_big_ones_borrow_another() -> None:
     # four 1,000-token prompts while the first runs: they fit under the cap, so they queue FCFS
     ttft, _, absorbed, most, _, borrowings, first_s = mixed(
@@ -96,11 +104,7 @@ def test_every_machine_borrowed_absorbs_the_token_pool() -> None:
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a_replay_that_never_borrows_every_machine_is_the_same_with_more(seed: int) -> None:
     """What lets points with more token machines share one replay (`_SplitContext._mixed_pool`)."""
-    rng = np.random.default_rng(seed)
-    n = 400
-    t = np.sort(rng.uniform(0.0, 100.0, n))
-    p = rng.integers(200, 8000, n).astype(np.float64)
-    s = p / 8000.0 * 1.2
+    t, p, s = random_overflow(seed, 400)
     ttft, away, absorbed, most, _, borrowings, first_s = mixed(t, p, s, machines=256, drain_s=4.0)
     assert most < 256
     assert absorbed == np.inf
@@ -130,11 +134,7 @@ def test_the_machines_away_are_read_at_each_probe_time() -> None:
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_the_machines_away_over_time_average_to_the_time_away(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    n = 300
-    t = np.sort(rng.uniform(0.0, 100.0, n))
-    p = rng.integers(200, 8000, n).astype(np.float64)
-    s = p / 8000.0 * 1.2
+    t, p, s = random_overflow(seed, 300)
     *rest, away_now = mixed_over_time(t, p, s, machines=64, drain_s=4.0, probes=4000)
     assert away_now.max() == rest[3]  # the most away at once
     assert rest[2] == np.inf  # never absorbed

@@ -882,18 +882,22 @@ class _SplitContext(_Chunkwise):
         traces; 0.1 % at 16 per octave, 0.85 % at 4)."""
         j, w = _grid_position(self.grid, nbat)
         out = np.zeros((len(nbat), len(self.dec)))
+        for rows, weight, (ramp_decode, ramp_step) in self._ramp_levels(scale):
+            out[rows] += weight[rows, None] * (ramp_decode[j[rows]] + w[rows, None] * ramp_step[j[rows]])
+        return out
+
+    def _ramp_levels(self, scale: FloatArray):
+        """The lattice tables a point at each scale reads (`_decode_phase`): per lattice level,
+        the points that read it, every point's weight on it, and its table. Each point reads its
+        two tables with weights 1 − f and f (f = 0 on the lattice)."""
         position = np.log2(scale) * _SCALE_STEPS
         below = np.floor(position + 1e-9)
         for level in np.unique(np.concatenate([below, below + 1.0])):
-            # each point reads its two lattice tables with weights 1 − f and f (f = 0 on the lattice)
             weight = np.where(below == level, 1.0 - (position - below), 0.0)
             weight += np.where(below + 1.0 == level, position - below, 0.0)
-            rows = weight > 1e-12
-            if not rows.any():
-                continue
-            ramp_decode, ramp_step = self._ramp_table(float(2.0 ** (level / _SCALE_STEPS)))
-            out[rows] += weight[rows, None] * (ramp_decode[j[rows]] + w[rows, None] * ramp_step[j[rows]])
-        return out
+            rows = np.flatnonzero(weight > 1e-12)
+            if len(rows):
+                yield rows, weight, self._ramp_table(float(2.0 ** (level / _SCALE_STEPS)))
 
     def _batch_over_time(
         self,
@@ -947,15 +951,7 @@ class _SplitContext(_Chunkwise):
     def _decode_phase_each(self, nbat: FloatArray, scale: FloatArray) -> FloatArray:
         """`_decode_phase` with a batch per point and request (`_batch_over_time`)."""
         out = np.zeros(nbat.shape)
-        position = np.log2(scale) * _SCALE_STEPS
-        below = np.floor(position + 1e-9)
-        for level in np.unique(np.concatenate([below, below + 1.0])):
-            weight = np.where(below == level, 1.0 - (position - below), 0.0)
-            weight += np.where(below + 1.0 == level, position - below, 0.0)
-            rows = np.flatnonzero(weight > 1e-12)
-            if not len(rows):
-                continue
-            ramp_decode, ramp_step = self._ramp_table(float(2.0 ** (level / _SCALE_STEPS)))
+        for rows, weight, (ramp_decode, ramp_step) in self._ramp_levels(scale):
             _add_ramp_reads(self.grid, ramp_decode, ramp_step, nbat, rows, weight, out)
         return out
 

@@ -117,37 +117,3 @@ def bisect_increasing(
         lo = np.where(neg, mid, lo)
         hi = np.where(neg, hi, mid)
     return 0.5 * (lo + hi)
-
-
-def row_percentiles(values: FloatArray, pcts: tuple[int, ...], *, overwrite: bool = False) -> FloatArray:
-    """Percentiles along the last axis with numpy's linear method, by one selection per percentile.
-
-    Returns an array of shape (len(pcts), rows). Faster than np.percentile on many short rows.
-    From the highest percentile down, each selection partitions only the part of the row below
-    the last one (the lower order statistics are all there), and an interpolated percentile's
-    upper neighbour is the least value between its position and that part's end. (numpy's
-    partition with several pivots at once took ten times one pivot's time on rows of 1,002.)
-    `overwrite`: partition `values` in place (a caller done with them saves the copy).
-    """
-    n = values.shape[-1]
-    part = values if overwrite else values.copy()
-    pos = np.array(pcts, dtype=np.float64) / 100.0 * (n - 1)
-    lows = np.floor(pos).astype(np.int64)
-    out = np.empty((len(pcts), *values.shape[:-1]), dtype=np.float64)
-    end = above = n  # part[..., end] is order statistic `end` (the last pivot), `above` the one before
-    for j in np.argsort(-pos, kind="stable"):
-        lo, frac = int(lows[j]), float(pos[j] - lows[j])
-        if lo < end:
-            part[..., :end].partition(lo, axis=-1)
-            end, above = lo, end
-        vlo = part[..., lo]
-        if frac == 0.0:
-            out[j] = vlo
-            continue
-        # statistic lo + 1: the least of part[lo + 1 : above] (NaNs partition last, and fmin
-        # skips them as that order does), or the pivot at `above` itself
-        vhi = np.fmin.reduce(part[..., lo + 1 : above], axis=-1) if lo + 1 < above else part[..., above]
-        with np.errstate(invalid="ignore"):
-            # where vlo == vhi (both inf) avoid inf − inf = nan
-            out[j] = np.where(vlo == vhi, vlo, vlo + (vhi - vlo) * frac)
-    return out

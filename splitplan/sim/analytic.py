@@ -88,12 +88,11 @@ from splitplan.sim._queueing import (
     bisect_increasing,
     erlang_c,
     mgc_wait,
-    row_percentiles,
 )
 from splitplan.sim.kv_transfer import kv_transfer_s
 from splitplan.sim.result import SimResult
 from splitplan.sim.scenario import Scenario
-from splitplan.slo import PERCENTILES, SLO_KEYS, reference_latencies, slo_margins, verdict
+from splitplan.slo import PERCENTILES, SLO_KEYS, reference_latencies, row_percentiles, slo_margins, verdict
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]

@@ -20,7 +20,6 @@ from splitplan.sim._queueing import (
     erlang_b,
     erlang_c,
     mgc_wait,
-    row_percentiles,
 )
 from splitplan.sim.analytic import AnalyticBatch, evaluate_grid, simulate_analytic
 from splitplan.sim.config import SimConfig
@@ -144,31 +143,6 @@ def test_mgc_wait_reduces_to_mm1_mean() -> None:
     pw, cond, rho = mgc_wait(np.array([lam]), np.array([es]), 1.0, np.array([1]))
     assert rho[0] == pytest.approx(0.8)
     assert pw[0] * cond[0] == pytest.approx(lam * es / (1 - lam * es) * es)  # M/M/1: ρ/(μ − λ)
-
-
-@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=2, max_size=300))
-@settings(max_examples=60)
-def test_row_percentiles_match_numpy(values: list[float]) -> None:
-    x = np.array([values, values[::-1]])
-    ours = row_percentiles(x, (50, 90, 99))
-    ref = np.percentile(x, [50, 90, 99], axis=1)
-    assert np.allclose(ours, ref, rtol=1e-12, atol=1e-9)
-    in_place = x.copy()
-    assert np.array_equal(row_percentiles(in_place, (50, 90, 99), overwrite=True), ours)
-    assert np.array_equal(np.sort(in_place, axis=1), np.sort(x, axis=1))  # the same values, moved
-
-
-@given(
-    st.lists(st.integers(-3, 3).map(float), min_size=1, max_size=60),
-    st.lists(st.integers(0, 100), min_size=1, max_size=6),
-)
-@settings(max_examples=80)
-def test_row_percentiles_match_numpy_at_any_percentiles(values: list[float], pcts: list[int]) -> None:
-    # each percentile selects below the previous one's pivot and reads its upper neighbour
-    # between its position and that pivot: ties, repeats and 0 / 100 exercise each path
-    x = np.array([values, values[::-1], sorted(values)])
-    ours = row_percentiles(x, tuple(pcts))
-    assert np.allclose(ours, np.percentile(x, pcts, axis=1), rtol=1e-12, atol=1e-12)
 
 
 @given(st.floats(0.0, 50.0), st.floats(0.0, 50.0))

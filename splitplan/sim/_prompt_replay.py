@@ -162,24 +162,40 @@ def _young_drain(age, batch, lengths, weight):
     if k == 0:
         return 0.0
 
-    def mass(x):  # Σ min(max(L − x, 0), age) / L over the strata, by the prefix sums
-        lo = np.searchsorted(lengths, x, side="right")  # L ≤ x: nothing left
-        hi = np.searchsorted(lengths, x + age, side="left")  # L ≥ x + age: age each
+    def mass(x, lo, hi):  # Σ min(max(L − x, 0), age) / L over the strata, by the prefix sums
+        # lo, hi: where x and x + age fall among the strata (L ≤ x: nothing left; L ≥ x + age: age each)
         middle = (hi - lo) - x * (weight[hi] - weight[lo])  # Σ (L − x) / L
         return middle + (age * (weight[k] - weight[hi]) if hi < k else 0.0)
 
-    mass0 = mass(0.0)
+    mass0 = mass(0.0, 0, _first_at_least(lengths, age, 0, k, False))
     if mass0 <= 0.0:
         return 0.0
     target = mass0 / (batch * mass0 / k + 1.0)  # the batch, filled for `age`: batch · mass0 / k
     lo, hi = 0.0, lengths[k - 1]
+    # both searches are monotone in x: each searches only between its results at lo and hi
+    below_lo, below_hi, aged_lo, aged_hi = 0, k, 0, k
     for _ in range(20):  # to a millionth of the longest decode
         x = 0.5 * (lo + hi)
-        if mass(x) > target:
-            lo = x
+        below = _first_at_least(lengths, x, below_lo, below_hi, True)
+        aged = _first_at_least(lengths, x + age, aged_lo, aged_hi, False)
+        if mass(x, below, aged) > target:
+            lo, below_lo, aged_lo = x, below, aged
         else:
-            hi = x
+            hi, below_hi, aged_hi = x, below, aged
     return 0.5 * (lo + hi)
+
+
+@nb.njit(cache=True, inline="always")
+def _first_at_least(values, v, i, j, strictly):
+    """np.searchsorted(values, v, side="right" if strictly else "left") of an increasing array,
+    known to lie in i … j: the first index whose value is above v (strictly) or at least v."""
+    while i < j:
+        m = (i + j) >> 1
+        if values[m] > v or (not strictly and values[m] == v):
+            j = m
+        else:
+            i = m + 1
+    return i
 
 
 @nb.njit(cache=True, inline="always")
@@ -278,6 +294,7 @@ def _mixed(
     for j in range(len(lengths)):
         weight[j + 1] = weight[j] + 1.0 / lengths[j]
     steady = _young_drain(INF, batch, lengths, weight)
+    top = lengths[len(lengths) - 1] if len(lengths) else 0.0
     probes = len(away_now)  # the machines away at (g + ½) / probes of end_s, g = 0 … probes − 1
     g = 0
     for i in range(len(arrival_s) + 1):
@@ -321,7 +338,9 @@ def _mixed(
             n_spare -= 1
             best = spare[n_spare]
             since[best] = t
-            young = _young_drain(t / tau_s, batch, lengths, weight) / steady if steady > 0.0 else 1.0
+            age = t / tau_s
+            # older than the longest decode: every search in `_young_drain` is the steady one's
+            young = _young_drain(age, batch, lengths, weight) / steady if steady > 0.0 and age <= top else 1.0
             drain_end[best] = t + drain_s * young
             last_end[best] = t
             most = max(most, machines - n_spare)

@@ -779,6 +779,39 @@ def test_a_young_batch_drains_for_what_is_left_of_its_decodes_since_the_trace_be
             assert got == pytest.approx(float(np.quantile(left, n / (n + 1.0))), rel=max(close, 0.06))
 
 
+@given(
+    st.lists(st.integers(1, 40).map(float), min_size=1, max_size=30),
+    st.floats(0.0, 45.0),
+    st.integers(0, 30),
+    st.integers(0, 30),
+)
+def test_a_bounded_search_finds_numpys_index(values: list[float], v: float, a: int, b: int) -> None:
+    """`_first_at_least` is np.searchsorted (either side) wherever the answer lies in the bounds
+    it is given: the young drain's bisection narrows them to its results at either end."""
+    from splitplan.sim._prompt_replay import _first_at_least
+
+    x = np.array(sorted(values))
+    for strictly, side in ((True, "right"), (False, "left")):
+        want = int(np.searchsorted(x, v, side=side))
+        lo, hi = min(a, want), max(min(b, len(x)), want)
+        assert _first_at_least(x, v, lo, hi, strictly) == want
+
+
+def test_a_drain_older_than_the_longest_decode_is_the_steady_one(coding: Scenario) -> None:
+    """Past the longest stratum every search of `_young_drain` is the steady drain's, so the
+    replay skips the bisection there and takes the share as 1 exactly."""
+    from splitplan.sim._prompt_replay import _young_drain
+
+    ctx, _, _ = _split_context_and_resident_decodes_left(coding)
+    lengths = ctx.drain_lengths
+    weight = np.concatenate([[0.0], np.cumsum(1.0 / lengths)])
+    for batch in (2.0, 40.0):
+        steady = _young_drain(np.inf, batch, lengths, weight)
+        assert _young_drain(float(np.nextafter(lengths[-1], np.inf)), batch, lengths, weight) == steady
+        assert _young_drain(4.0 * lengths[-1], batch, lengths, weight) == steady
+        assert _young_drain(0.5 * lengths[-1], batch, lengths, weight) < steady
+
+
 def test_the_batch_follows_the_machines_the_mixed_pool_leaves_over_time(coding: Scenario) -> None:
     """`_batch_over_time`: with the same count away all along, every request meets the steady
     batch of the machines left; after the pool takes machines at the trace's middle, the batch

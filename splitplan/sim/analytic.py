@@ -2491,7 +2491,7 @@ def _iteration_residual_s(tau_s: float, rate: float, w: float, fresh_share: floa
     return tau_s * (w - fresh_share) / (1.0 - fresh_share)
 
 
-@nb.vectorize(["float64(" + ", ".join(["float64"] * 17) + ")"], cache=True)
+@nb.njit(cache=True)
 def _baseline_decode_s(
     dec: float,
     nbd: float,
@@ -2515,7 +2515,8 @@ def _baseline_decode_s(
     phase (decode-only iterations of `taud` s, `joined` of the batch sharing a prompt's
     iteration of `mixd` s on average) plus the prompt iterations landing on its machine during
     its phase (`phase_s` from its arrival at `t_s`, prompts arriving until `end_s`, at `rate` per
-    second per machine) and an overloaded machine's backlog. One pass per request (a ufunc)."""
+    second per machine) and an overloaded machine's backlog. One request's (`_baseline_decodes`
+    calls it for every point, draw and request)."""
     # decode phase: o − 1 iterations of its own plus the K prompt iterations landing in the
     # phase, of which it shares the fraction the cap leaves room for and sits out the rest
     share_joined = min(joined / nbd, 1.0) if nbd > 1e-9 else 1.0
@@ -2533,6 +2534,57 @@ def _baseline_decode_s(
     # averaging out as K grows
     per_mixed = max(mixd + size_dev / math.sqrt(max(k, 1.0)), taud)
     return max(dec - share_joined * k, 0.0) * taud + k * per_mixed + overload * t_s
+
+
+@nb.njit(cache=True)
+def _baseline_decodes(
+    dec,
+    nbd,
+    joined,
+    taud,
+    mixd,
+    other_dev,
+    phase_s,
+    t_s,
+    end_s,
+    rate,
+    z,
+    zcdf,
+    overload,
+    spread,
+    sqrt_c,
+    machines,
+    small,
+):
+    """`_baseline_decode_s` of every (point, draw, request): per-request arrays are (points,
+    requests), the draws' (draws, requests), per-point ones (points,). A loop over the three axes
+    calls the scalar function (the ufunc's broadcast of its 17 arguments, most of them strided
+    views, took a fifth of a baseline grid's evaluation)."""
+    points, requests = nbd.shape
+    out = np.empty((points, other_dev.shape[0], requests))
+    for i in range(points):
+        for d in range(other_dev.shape[0]):
+            for r in range(requests):
+                out[i, d, r] = _baseline_decode_s(
+                    dec[r],
+                    nbd[i, r],
+                    joined[i, r],
+                    taud[i, r],
+                    mixd[i, r],
+                    other_dev[d, r],
+                    phase_s[i, r],
+                    t_s[i, r],
+                    end_s[i],
+                    rate[i],
+                    z[d, r],
+                    zcdf[d, r],
+                    overload[i],
+                    spread,
+                    sqrt_c,
+                    machines[i],
+                    small,
+                )
+    return out
 
 
 class _BaselineContext:
@@ -2642,23 +2694,23 @@ class _BaselineContext:
         def draws(a: FloatArray) -> FloatArray:
             return a[:, None, :]
 
-        decode = _baseline_decode_s(
-            self.dec[None, None, :],
-            draws(nbd),
-            draws(_read(self.join_mean, *at_nbd)),
-            draws(taud),
-            draws(mixd),
-            self.mix_other_dev[None, :, :],
-            draws(done_s - t0 + service),
-            draws(t0),
-            s.duration_s * scale[:, None, None],
-            lam_m[:, None, None],
-            self.stall_z[None, :, :],
-            self.stall_zcdf[None, :, :],
-            np.maximum(rho_t - 1.0, 0.0)[:, None, None],
+        decode = _baseline_decodes(
+            self.dec,
+            nbd,
+            _read(self.join_mean, *at_nbd),
+            taud,
+            mixd,
+            self.mix_other_dev,
+            done_s - t0 + service,
+            t0,
+            s.duration_s * scale,
+            lam_m,
+            self.stall_z,
+            self.stall_zcdf,
+            np.maximum(rho_t - 1.0, 0.0),
             self.cal.baseline_jsq_spread,
             self.cal.baseline_jsq_sqrt,
-            N[:, None, None],
+            N,
             self.cal.baseline_jsq_small_pool,
         )
         e2e = (draws(ttft) + decode).reshape(len(N), -1)

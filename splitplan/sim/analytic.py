@@ -993,33 +993,18 @@ class _SplitContext(_Chunkwise):
         4–6. With N·cv² throughout, a decode on a pool of under one per machine met 1 + cv²
         (about 1.6 on those cases) where the DES's meet 1.1–1.3, and flat frontiers near an E2E
         P50 limit read pessimistic by several machines."""
-        if nbat.ndim == 2:  # a batch per point and request (`_batch_over_time`)
-            return _seen_ratio_each(
-                nbat,
-                self.seen_deviation,
-                self.own_context_excess,
-                self.resident_cv,
-                max(self.nmax, 1.0),
-                self.grid,
-                self.tau_grid,
-                self.f_grid,
-                self.context_cost_grid,
-            )
-        n = np.maximum(nbat, 1.0)[:, None]
-        cv = self.resident_cv
-        spread = (nbat * _busy_chance(nbat))[:, None]  # variance over cv²: N·(1 − e^−N)
-        # (in place: each points × requests array is allocated once)
-        seen = self.seen_deviation[None, :] * np.sqrt(spread)
-        seen += n + cv * cv * spread / n
-        np.clip(seen, 1.0, max(self.nmax, 1.0), out=seen)
-        tau = np.interp(n, self.grid, self.tau_grid)  # at the mean: batch part + context part
-        met = np.interp(seen, self.grid, self.f_grid)
-        met += tau
-        met -= np.interp(n, self.grid, self.f_grid)
-        # the context met: N − 1 others at the mean and the decode's own
-        met += np.interp(n, self.grid, self.context_cost_grid) * self.own_context_excess[None, :]
-        met /= tau
-        return met
+        each = nbat if nbat.ndim == 2 else np.broadcast_to(nbat[:, None], (len(nbat), len(self.s.o)))
+        return _seen_ratio_each(
+            each,  # a batch per point and request (`_batch_over_time`), or per point
+            self.seen_deviation,
+            self.own_context_excess,
+            self.resident_cv,
+            max(self.nmax, 1.0),
+            self.grid,
+            self.tau_grid,
+            self.f_grid,
+            self.context_cost_grid,
+        )
 
     def _longest_decode(self, nbat: FloatArray) -> FloatArray:
         """Decode iterations a batch of N needs to drain: the N/(N + 1) quantile of a resident
@@ -1844,19 +1829,24 @@ def _length_biased_strata(lengths: FloatArray, strata: int) -> FloatArray:
 
 @nb.njit(cache=True)
 def _seen_ratio_each(nbat, deviation, excess, cv, top, grid, tau_grid, f_grid, cost_grid):
-    """`_SplitContext._seen_batch_ratio` with a batch per point and request, element by element
-    (the same formula; linear reads between the batch grid's nodes)."""
+    """`_SplitContext._seen_batch_ratio`, element by element: the batch nbat[i, r] of point i
+    that request r's machine holds (a point's own, broadcast along its requests, or one per
+    request, `_batch_over_time`), with linear reads between the batch grid's nodes."""
     out = np.empty(nbat.shape)
+    last = math.nan  # the batch whose reads below are held (a point's own repeats along its row)
+    n = spread = tau = f_mean = cost = 0.0
     for i in range(nbat.shape[0]):
         for r in range(nbat.shape[1]):
             nb_ = nbat[i, r]
-            n = max(nb_, 1.0)
-            spread = nb_ * -math.expm1(-nb_)
+            if nb_ != last:
+                last = nb_
+                n = max(nb_, 1.0)
+                spread = nb_ * -math.expm1(-nb_)
+                j, w = _grid_node(grid, n)
+                tau = tau_grid[j] + w * (tau_grid[j + 1] - tau_grid[j])
+                f_mean = f_grid[j] + w * (f_grid[j + 1] - f_grid[j])
+                cost = cost_grid[j] + w * (cost_grid[j + 1] - cost_grid[j])
             seen = min(max(deviation[r] * math.sqrt(spread) + n + cv * cv * spread / n, 1.0), top)
-            j, w = _grid_node(grid, n)
-            tau = tau_grid[j] + w * (tau_grid[j + 1] - tau_grid[j])
-            f_mean = f_grid[j] + w * (f_grid[j + 1] - f_grid[j])
-            cost = cost_grid[j] + w * (cost_grid[j + 1] - cost_grid[j])
             k, v = _grid_node(grid, seen)
             f_seen = f_grid[k] + v * (f_grid[k + 1] - f_grid[k])
             out[i, r] = (f_seen + tau - f_mean + cost * excess[r]) / tau

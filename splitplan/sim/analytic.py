@@ -1219,21 +1219,14 @@ class _SplitContext(_Chunkwise):
         # never absorbed, their stop: each group is read once.
         stop = np.minimum(s.duration_s * scale, absorbed_at)
 
-        q = inv[at]
-
-        def ran_s(j: int) -> float:
-            a = first[q[j]]
-            # only the prompts that arrive before the stop can start before it
-            n = int(np.searchsorted(arrays[1][a : first[q[j] + 1]], stop[j] / scale[j]))
-            service = arrays[3][a : a + n]
-            start = arrays[1][a : a + n] * scale[j] + ttft[offsets[j] : offsets[j] + n] - service
-            return float(np.sum(np.clip(stop[j] - start, 0.0, service)))
+        def ran_s(rows: IntArray) -> FloatArray:
+            return _ran_until_s(rows, first, inv[at], arrays[1], arrays[3], ttft, offsets, stop, scale)
 
         ran = np.empty(len(at))
         shared = np.setdiff1d(np.arange(len(at)), alone)
         _, lead, back = np.unique(group[shared], return_index=True, return_inverse=True)
-        ran[shared] = np.array([ran_s(int(k)) for k in shared[lead]])[back.reshape(-1)]
-        ran[alone] = [ran_s(int(k)) for k in alone]
+        ran[shared] = ran_s(shared[lead])[back.reshape(-1)]
+        ran[alone] = ran_s(alone)
         later_s = np.maximum(ran - first_s, 0.0)
         spell_s = away * stop / np.maximum(borrowings, 1.0)  # a borrowing's mean time away
         return ttft, offsets, away, absorbed_at, (borrowings, first_s, later_s, spell_s), away_now
@@ -1752,6 +1745,27 @@ class _BoundedCache(Generic[_V]):
 _RAMP_TABLES: _BoundedCache[FloatArray] = _BoundedCache(1 << 23)
 _REPLAYS: _BoundedCache[_ReplayedPool] = _BoundedCache(1 << 24)
 _AMPLE: _BoundedCache[FloatArray] = _BoundedCache(1 << 16)  # per rate, the pool no prompt waits in
+
+
+@nb.njit(cache=True)
+def _ran_until_s(rows, first, pool, arrival_s, service_s, ttft_s, offsets, stop_s, scale):
+    """`_SplitContext._mixed_pool`'s overflowed prompts' iteration time run before each point's
+    stop, at the points `rows`: point j replays pool[j]'s overflowed prompts (rows first[pool[j]]
+    … of arrival_s and service_s, at the trace's clock × scale[j]) with TTFTs from offsets[j] in
+    ttft_s; a prompt started at arrival + TTFT − service and runs until the stop at most. Only the
+    prompts that arrive before the stop can start before it."""
+    out = np.empty(len(rows))
+    for idx in range(len(rows)):
+        j = rows[idx]
+        a, b = first[pool[j]], first[pool[j] + 1]
+        n = np.searchsorted(arrival_s[a:b], stop_s[j] / scale[j])
+        total = 0.0
+        for m in range(n):
+            service = service_s[a + m]
+            start = arrival_s[a + m] * scale[j] + ttft_s[offsets[j] + m] - service
+            total += min(max(stop_s[j] - start, 0.0), service)
+        out[idx] = total
+    return out
 
 
 @nb.njit(cache=True)

@@ -137,11 +137,12 @@ def row_percentiles(
     501 + 250 + 50 values, where the highest first partitions 501 + 495 + 450, twice the time);
     a percentile's upper neighbour is the least value between its rank and the next pivot. The
     arithmetic is numpy's verbatim — virtual index (n − 1)·q, its floor and fraction γ, and
-    a + (b − a)·γ, or b − (b − a)·(1 − γ) where γ ≥ ½ — save that a = b gives a where both are
-    infinite (numpy: NaN; a DES's unfinished requests and an unstable point's latencies are
-    infinite, and a percentile between two of them is too). A NaN partitions last and is
-    skipped, not propagated (`percentiles` hands rows with one to np.percentile). `overwrite`:
-    partition `values` in place (a caller done with them saves the copy)."""
+    a + (b − a)·γ, or b − (b − a)·(1 − γ) where γ ≥ ½ — save where numpy's makes a NaN of
+    infinities: at a whole rank (γ = 0) the percentile is that rank's value, and between two
+    equal values it is that value (numpy: inf · 0 and inf − inf; a DES's unfinished requests and
+    an unstable point's latencies are infinite). A NaN ranks last, above every value, where
+    np.percentile propagates it (`percentiles` hands an array with one to np.percentile).
+    `overwrite`: partition `values` in place (a caller done with them saves the copy)."""
     n = values.shape[-1]
     part = values if overwrite else values.copy()
     virtual = np.asarray(pcts, dtype=np.float64) / 100.0 * (n - 1)

@@ -1996,10 +1996,10 @@ def _mixed_means(
 def _busy_chance(nbat: FloatArray) -> FloatArray:
     """The chance that a decode machine holding N decodes on average is running an iteration:
     1 − e^−N, its count a Poisson count of mean N (as in an M/G/∞ queue). One model of a token
-    machine's count behind the spread of the batch a decode meets
-    (`_SplitContext._seen_batch_ratio`), the end of an all-mixed period
-    (`_SplitContext._all_mixed`: a mixed machine falls idle) and, above two decodes per
-    machine, the join (`_joined_busy_chance`)."""
+    machine's count behind the spread of the batch a decode meets (`_SplitContext.
+    _seen_batch_ratio`, spelled per element in the compiled `_seen_ratio_each`), the end of an
+    all-mixed period (`_SplitContext._all_mixed`: a mixed machine falls idle, e^−N) and, above
+    two decodes per machine, the join (`_joined_busy_chance`)."""
     return -np.expm1(-nbat)
 
 

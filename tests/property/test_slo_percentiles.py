@@ -1,7 +1,8 @@
 """The nine SLO percentiles (`splitplan.slo.percentiles`) and the evaluator's per-row ones
 (`splitplan.slo.row_percentiles`) are numpy's linear-method percentiles to the bit, whatever the
-values, save one case: between two equal infinite neighbours the percentile is that infinity
-(numpy's lerp gives inf − inf = NaN)."""
+values, save where numpy's lerp makes a NaN of infinities: at a whole rank beside an infinite
+neighbour, or between two equal infinite ones, the percentile is the rank's value (numpy:
+inf · 0 and inf − inf)."""
 
 from __future__ import annotations
 

@@ -1245,7 +1245,9 @@ class _SplitContext(_Chunkwise):
         A lent prompt machine holds decodes to its own memory cap: ⌈(d − T)·c_T / c_P⌉ of them
         cover the d − T, c the decode tokens per second of either kind at its cap, and their
         decodes run at the token machine's iteration (exact where both pools use the same
-        hardware; a faster prompt machine makes it conservative). A B200 TP4 fp8 prompt machine
+        hardware; a faster prompt machine makes it conservative, but one with far more memory
+        fills to a larger batch at a slower iteration in the DES, and there this reads
+        optimistic: MI300X TP4 lent to H100 TP1, docs/background.md). A B200 TP4 fp8 prompt machine
         lent to MI300X TP1 fp8 token machines (BLOOM-176B, 3.6 decodes per token machine at the
         cap) holds 24 token machines' worth: counted as one, the pool of seven prompt machines
         and one token machine read unstable where the DES meets every SLO. Only where memory, not the batch

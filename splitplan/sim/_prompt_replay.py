@@ -198,50 +198,6 @@ def _first_at_least(values, v, i, j, strictly):
     return i
 
 
-@nb.njit(cache=True, inline="always")
-def _advance(
-    t,
-    absorbed,
-    done_v,
-    done_i,
-    pend_v,
-    pend_i,
-    back_v,
-    back_i,
-    size,
-    q_end,
-    q_tok,
-    q_head,
-    q_len,
-    q_sum,
-    since,
-    spare,
-    n_spare,
-    away_s,
-):
-    """`_mixed`'s state at time t: the prompts that end by t leave their machines' queues, then
-    (before the absorption) the mixed machines idle by t go back to the token pool. Returns the
-    spare token machines and the machine-seconds away, updated. (q: each machine's queue — its
-    prompts' ends and tokens, head, length and pending tokens.)"""
-    while done_v[1] <= t:  # a prompt ends: it leaves its machine's queue
-        m = done_i[1]
-        q_sum[m] -= q_tok[m, q_head[m]]
-        q_head[m] = (q_head[m] + 1) % _QUEUE
-        q_len[m] -= 1
-        if q_len[m] == 0:
-            q_sum[m] = 0.0
-        _tree_set(done_v, done_i, 0, size, m, q_end[m, q_head[m]] if q_len[m] > 0 else INF)
-        _tree_set(pend_v, pend_i, 0, size, m, q_sum[m])
-    while not absorbed and back_v[1] <= t:  # idle: back to the token pool
-        m = back_i[1]
-        away_s += back_v[1] - since[m]
-        _tree_set(pend_v, pend_i, 0, size, m, INF)
-        _tree_set(back_v, back_i, 0, size, m, INF)
-        spare[n_spare] = m
-        n_spare += 1
-    return n_spare, away_s
-
-
 @nb.njit(cache=True)
 def _mixed(
     arrival_s,
@@ -302,27 +258,25 @@ def _mixed(
         while True:  # the probes due before t, then t itself: the state at each
             probe = g < probes and (g + 0.5) * end_s / probes <= t
             x = (g + 0.5) * end_s / probes if probe else t
-            if x < INF and (done_v[1] <= x or (absorbed_at == INF and back_v[1] <= x)):
-                n_spare, away_s = _advance(
-                    x,
-                    absorbed_at < INF,
-                    done_v,
-                    done_i,
-                    pend_v,
-                    pend_i,
-                    back_v,
-                    back_i,
-                    size,
-                    q_end,
-                    q_tok,
-                    q_head,
-                    q_len,
-                    q_sum,
-                    since,
-                    spare,
-                    n_spare,
-                    away_s,
-                )
+            if x < INF:  # the state at x (the last pass, at no time, reads only the probes left)
+                # the prompts that end by x leave their machines' queues, then (before the
+                # absorption) the mixed machines idle by x go back to the token pool
+                while done_v[1] <= x:
+                    m = done_i[1]
+                    q_sum[m] -= q_tok[m, q_head[m]]
+                    q_head[m] = (q_head[m] + 1) % _QUEUE
+                    q_len[m] -= 1
+                    if q_len[m] == 0:
+                        q_sum[m] = 0.0
+                    _tree_set(done_v, done_i, 0, size, m, q_end[m, q_head[m]] if q_len[m] > 0 else INF)
+                    _tree_set(pend_v, pend_i, 0, size, m, q_sum[m])
+                while absorbed_at == INF and back_v[1] <= x:
+                    m = back_i[1]
+                    away_s += back_v[1] - since[m]
+                    _tree_set(pend_v, pend_i, 0, size, m, INF)
+                    _tree_set(back_v, back_i, 0, size, m, INF)
+                    spare[n_spare] = m
+                    n_spare += 1
             if not probe:
                 break
             away_now[g] = machines - n_spare if absorbed_at == INF else machines

@@ -213,14 +213,19 @@ def _mixed(
     tau_s,
     batch,
     lengths,
+    output_tokens,
+    stay,
+    stall_s,
 ):
-    """One point's mixed pool (`replay_mixed_pools`); writes each prompt's TTFT into `ttft_s` and
-    returns (the token machines away on average until every one is borrowed, when that happens,
-    the most away at once, the prompts replayed, the borrowings before every machine is away, and
-    their first prompts' iteration time in total).
+    """One point's mixed pool (`replay_mixed_pools`); writes each prompt's TTFT into `ttft_s`, and
+    into `stall_s` (where it is not empty) each kept decode's stall, and returns (the token machines
+    away on average until every one is borrowed, when that happens, the most away at once, the
+    prompts replayed, the borrowings before every machine is away, and their first prompts'
+    iteration time in total).
 
     A mixed machine's pending tokens are its prompts' (and one per decode it still holds, which
-    this replay does not follow): the least pending is the one with the fewest prompt tokens
+    this replay does not follow: a machine holding only decodes is the least pending, as the kept
+    decode's is in the DES): the least pending is the one with the fewest prompt tokens
     queued, the lowest-numbered on ties. O(prompts · log machines): tournament trees hold the mixed
     machines by their queued tokens, by when their running prompt ends, and by when they fall idle
     and go back to the token pool."""
@@ -240,6 +245,9 @@ def _mixed(
     q_head = np.zeros(machines, np.int64)
     q_len = np.zeros(machines, np.int64)
     q_sum = np.zeros(machines)
+    own = np.full(machines, -1, np.int64)  # the prompt whose own decode it runs (-1: none) …
+    own_end = np.zeros(machines)  # … and when that decode ends (pushed back by the prompts it runs)
+    stays = 0.0  # borrowings whose own decode stays, owed (a running sum of `stay`)
     away_s = 0.0  # ∫ machines away dt, up to the absorption
     absorbed_at = INF
     most = 0  # machines away at once, at most
@@ -275,6 +283,7 @@ def _mixed(
                     away_s += back_v[1] - since[m]
                     _tree_set(pend_v, pend_i, 0, size, m, INF)
                     _tree_set(back_v, back_i, 0, size, m, INF)
+                    own[m] = -1
                     spare[n_spare] = m
                     n_spare += 1
             if not probe:
@@ -288,6 +297,7 @@ def _mixed(
         best = pend_i[1] if pend_v[1] < INF else -1
         # the least-pending mixed machine takes it unless it is full (a queue, and its pending
         # tokens would pass the cap); else a token machine is borrowed while one is left
+        fresh = False  # a token machine borrowed for it, with another left
         if (best < 0 or (q_len[best] > 0 and q_sum[best] + p > full_tokens)) and n_spare > 0:
             n_spare -= 1
             best = spare[n_spare]
@@ -303,11 +313,22 @@ def _mixed(
             else:
                 borrowings += 1
                 first_s += service_s[i]
+                fresh = True
         start = max(t, last_end[best])
         end = start + service_s[i]
         ttft_s[i] = end - t
         last_end[best] = end
         drain_end[best] += service_s[i]
+        if own[best] >= 0 and start < own_end[best]:  # it stalls the machine's own decode
+            stall_s[own[best]] += service_s[i]
+            own_end[best] += service_s[i]
+        if fresh and len(stall_s):
+            stays += stay
+            if stays >= 1.0:
+                stays -= 1.0
+                own[best] = i
+                stall_s[i] = 0.0
+                own_end[best] = end + max(output_tokens[i] - 1.0, 0.0) * tau_s
         if q_len[best] < _QUEUE:
             j = (q_head[best] + q_len[best]) % _QUEUE
             q_end[best, j] = end
@@ -318,13 +339,13 @@ def _mixed(
                 _tree_set(done_v, done_i, 0, size, best, end)
         _tree_set(pend_v, pend_i, 0, size, best, q_sum[best])
         if absorbed_at == INF:
-            _tree_set(back_v, back_i, 0, size, best, max(drain_end[best], end))
+            _tree_set(back_v, back_i, 0, size, best, max(drain_end[best], end, own_end[best]))
     if absorbed_at < INF:
         away_now[g:] = machines
     stop = min(end_s, absorbed_at)
     for m in range(machines):
         if pend_v[size + m] < INF:  # still borrowed
-            away_s += max(min(max(drain_end[m], last_end[m]), stop) - since[m], 0.0)
+            away_s += max(min(max(drain_end[m], last_end[m], own_end[m]), stop) - since[m], 0.0)
     return away_s / max(stop, 1e-300), absorbed_at, most, replayed, borrowings, first_s
 
 
@@ -345,6 +366,8 @@ def _mixed_points(
     tau_s,
     batch,
     lengths,
+    output_tokens,
+    stay,
 ):
     n = len(pair)
     offsets = np.zeros(n + 1, np.int64)
@@ -358,6 +381,7 @@ def _mixed_points(
     borrowings = np.empty(n, np.int64)
     first_s = np.empty(n)
     away_now = np.zeros((n, probes))
+    stall_s = np.full(offsets[n] if len(stay) else 0, np.nan)
     for k in range(n):
         a, b = first[pair[k]], first[pair[k] + 1]
         away[k], absorbed_at[k], most[k], replayed[k], borrowings[k], first_s[k] = _mixed(
@@ -374,8 +398,11 @@ def _mixed_points(
             tau_s[k] if len(tau_s) else 1.0,
             batch[k] if len(batch) else 0.0,
             lengths,
+            output_tokens[a:b],
+            stay[k] if len(stay) else 0.0,
+            stall_s[offsets[k] : offsets[k + 1]] if len(stay) else stall_s,
         )
-    return ttft_s, offsets, away, absorbed_at, most, replayed, borrowings, first_s, away_now
+    return ttft_s, offsets, away, absorbed_at, most, replayed, borrowings, first_s, away_now, stall_s
 
 
 def replay_mixed_pools(
@@ -393,8 +420,18 @@ def replay_mixed_pools(
     until_absorbed: bool = False,
     probes: int = 0,
     young: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    own: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[
-    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
 ]:
     """The prompts a split design's prompt pool overflowed, replayed on the mixed pool the DES
     borrows token machines into, at many points at once.
@@ -427,7 +464,18 @@ def replay_mixed_pools(
     how many times a token machine was borrowed while another was left, and the iteration time of
     the prompts each was borrowed for, in total: the decodes a borrowed machine holds wait that
     prompt out (`analytic._SplitContext._borrowed_stalls`).
+
+    With `own` = (output tokens per prompt, as `prompt_tokens`; a share per point), that share of
+    the borrowings (a running sum, so the same ones at every call) keep their prompt's decode, as
+    the DES does where the token machine it borrows is idle (`analytic._SplitContext.
+    _kept_decodes`): the decode runs its output tokens less one at young's iteration τ from the
+    prompt's end, the machine stays mixed until it ends, and each overflowed prompt the machine
+    starts before then stalls it for that prompt's whole iteration. The tenth array returned
+    holds each kept decode's stall, laid out as the TTFTs (NaN: the decode left the machine;
+    empty without `own`).
     """
+    if own is not None and young is None:
+        raise ValueError("the kept decodes (own) iterate at young's decode iteration: pass young too")
     return _mixed_points(
         np.ascontiguousarray(pair, dtype=np.int64),
         np.ascontiguousarray(scale, dtype=np.float64),
@@ -445,5 +493,10 @@ def replay_mixed_pools(
             (np.zeros(0), np.zeros(0), np.zeros(0))
             if young is None
             else tuple(np.ascontiguousarray(a, dtype=np.float64) for a in young)
+        ),
+        *(
+            (np.zeros(0), np.zeros(0))
+            if own is None
+            else tuple(np.ascontiguousarray(a, dtype=np.float64) for a in own)
         ),
     )

@@ -21,7 +21,7 @@ def mixed(t, p, s, machines, drain_s, end_s=100.0, **kw):
 def mixed_over_time(t, p, s, machines, drain_s, end_s=100.0, **kw):
     """`mixed`, and the machines away at the replay's probe times last."""
     t, p, s = (np.asarray(x, dtype=np.float64) for x in (t, p, s))
-    ttft, off, away, absorbed, most, replayed, borrowings, first_s, away_now = replay_mixed_pools(
+    ttft, off, away, absorbed, most, replayed, borrowings, first_s, away_now, _ = replay_mixed_pools(
         np.array([0]),
         np.array([1.0]),
         np.array([machines]),
@@ -159,3 +159,62 @@ def test_a_machine_borrowed_early_holds_young_decodes_and_drains_sooner() -> Non
         6.0 / 40.0, rel=1e-6
     )
     assert mixed(*args, machines=2, drain_s=5.0, end_s=20.0)[1] == pytest.approx(6.0 / 20.0)
+
+
+def mixed_own(t, p, s, o, stay, machines=4, end_s=20.0, tau_s=0.1):
+    """One point whose borrowed machines keep a share `stay` of their prompts' decodes (o output
+    tokens each, τ = tau_s): the TTFTs, the time away, each prompt's own decode's stall (NaN: its
+    decode left the machine) and the borrowings."""
+    t, p, s, o = (np.asarray(x, dtype=np.float64) for x in (t, p, s, o))
+    ttft, off, away, _, _, _, borrowings, _, _, stall = replay_mixed_pools(
+        np.array([0]),
+        np.array([1.0]),
+        np.array([machines]),
+        np.array([0.0]),  # idle token machines: no batch to drain
+        np.array([end_s]),
+        np.array([0, len(t)]),
+        t,
+        p,
+        s,
+        CAP,
+        young=(np.array([tau_s]), np.array([0.0]), np.full(16, 10.0)),
+        own=(o, np.array([stay])),
+    )
+    return ttft[off[0] : off[1]], float(away[0]), stall[off[0] : off[1]], int(borrowings[0])
+
+
+def test_a_borrowed_machine_keeps_its_prompts_decode_and_later_prompts_stall_it() -> None:
+    """Where a token machine is idle the DES's scheduler borrows it for an overflowed prompt and
+    sends that request's decode to it as well: the decode stays, and the machine stays in the
+    mixed pool until it ends, taking the next overflowed prompts, which stall it."""
+    args = ([0.0, 1.5], [6000, 1000], [1.0, 0.5], [11, 5])
+    ttft, away, stall, borrowings = mixed_own(*args, stay=1.0)
+    # the decode runs 1.0 → 2.0 (ten iterations of 0.1 s after the prompt's token); the second
+    # prompt lands on its machine at 1.5 and stalls it for its 0.5 s: back at 2.5
+    np.testing.assert_allclose(ttft, [1.0, 0.5])
+    np.testing.assert_array_equal(stall, [0.5, np.nan])
+    assert (borrowings, away) == (1, pytest.approx(2.5 / 20.0))
+    # with every decode sent to a token machine the borrowed one returns at 1.0 and the second
+    # prompt borrows again
+    ttft, away, stall, borrowings = mixed_own(*args, stay=0.0)
+    np.testing.assert_allclose(ttft, [1.0, 0.5])
+    assert np.isnan(stall).all()
+    assert (borrowings, away) == (2, pytest.approx(1.5 / 20.0))
+
+
+def test_a_share_of_the_borrowings_keeps_its_decodes_in_a_fixed_rotation() -> None:
+    """A share of one half: every second borrowing keeps its decode (a running sum, so the same
+    inputs keep the same decodes)."""
+    t = [0.0, 5.0, 10.0, 15.0]
+    _, _, stall, borrowings = mixed_own(t, [6000] * 4, [1.0] * 4, [3] * 4, stay=0.5)
+    assert borrowings == 4
+    np.testing.assert_array_equal(stall, [np.nan, 0.0, np.nan, 0.0])
+
+
+def test_the_kept_decodes_need_the_decode_iteration() -> None:
+    with pytest.raises(ValueError, match="young"):
+        replay_mixed_pools(
+            *(np.array([0]), np.array([1.0]), np.array([2]), np.array([0.0]), np.array([9.0])),
+            *(np.array([0, 1]), np.array([0.0]), np.array([6000.0]), np.array([1.0]), CAP),
+            own=(np.array([3.0]), np.array([1.0])),
+        )

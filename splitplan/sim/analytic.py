@@ -1414,11 +1414,22 @@ class _SplitContext(_Chunkwise):
         """The batch of the token machine the scheduler borrows, as a share of the mean batch N:
         it takes the one with the fewest pending decodes, and of `machines` holding N each on
         average the least holds about N − σ·E[max of `machines` normals] (Blom's approximation),
-        σ = cv·√N with cv the spread of the committed memory (p + o) the scheduler balances."""
+        σ = cv·√N with cv the spread of the committed memory (p + o) the scheduler balances.
+
+        At least one decode whenever no machine is idle, which a borrowing finds with the chance
+        a new decode does (`_joined_busy_chance`): below a few decodes per machine the normal
+        spread reads zero, but a machine holding none is idle, and an idle machine is the one
+        borrowed only while there is one. Qwen2.5-72B on two B200 and 80 A100 machines (the
+        reference code trace at 81.3 req/s, the validation set's case 64), 1.6 decodes per token
+        machine: the DES borrows 529 times and its 197 slowest TBTs are all decodes whose machine
+        ran a prompt during them (TBT P99 5.65); with the normal spread alone no decode was
+        caught (1.48), now 4.20. No constant."""
         from scipy.special import ndtri
 
         blom = ndtri((machines - 0.375) / (machines + 0.25))
-        return np.clip(1.0 - self.resident_cv * blom / np.sqrt(np.maximum(nbat, 1e-9)), 0.0, 1.0)
+        n = np.maximum(nbat, 1e-9)
+        normal = np.clip(1.0 - self.resident_cv * blom / np.sqrt(n), 0.0, 1.0)
+        return np.minimum(np.maximum(normal, _joined_busy_chance(nbat) / n), 1.0)
 
     def _drained_by_borrowed(
         self,

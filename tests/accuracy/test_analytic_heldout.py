@@ -672,6 +672,31 @@ def test_a_borrowed_idle_token_machine_keeps_its_prompts_decode() -> None:
     assert not got.meets_slo[0]
 
 
+def test_a_borrowed_token_machine_holds_a_decode_where_none_is_idle() -> None:
+    """Qwen2.5-72B on two B200 TP8 fp8 prompt machines and 80 A100 TP8 token machines, the
+    reference code trace at 81.3 req/s over 240 s (the validation set's case 64). The prompt pool
+    is overloaded (utilization 2.4) and the token machines hold 1.6 decodes each. The DES borrows
+    529 times; its 197 slowest TBTs are all decodes whose token machine ran a prompt during them,
+    and it reads TBT P99 5.65. The evaluator took the borrowed machine's batch from a normal
+    spread, which reads zero below a few decodes per machine: no decode caught, TBT P99 1.48.
+    With no machine idle the least loaded holds one (`_SplitContext._least_loaded_share`): 4.20."""
+    case = _held_out_case(
+        "custom",
+        "qwen2.5-72b",
+        "reference/splitwise-sim/traces/rr_code_70_2min.csv",
+        81.303,
+        1489893200,
+        240.0,
+        prompt_node="hgx-b200",
+        token_node="dgx-a100",
+        prompt_precision="fp8",
+    )
+    got, des = _evaluator_and_des(case, 2, 80)
+    assert des.slowdown["tbt_p99"] > 5.0
+    assert got.slowdown["tbt_p99"][0] > 0.7 * des.slowdown["tbt_p99"]
+    assert not got.meets_slo[0]
+
+
 @pytest.mark.parametrize(
     ("model", "rate_rps", "seed", "prompt", "token", "machines", "rel"),
     [

@@ -862,6 +862,25 @@ def test_borrowed_machines_drain_their_least_loaded_batch_up_to_their_capacity(c
     assert got[3] == pytest.approx(3.0 * ctx.decode_capacity, rel=1e-12)
 
 
+def test_the_least_loaded_machine_holds_a_decode_whenever_none_is_idle(coding: Scenario) -> None:
+    """Below a few decodes per machine the normal spread puts the least-loaded batch at zero, but
+    a machine that holds none is idle: with the chance that no token machine is idle
+    (`_joined_busy_chance`) the least loaded holds at least one, so its batch is at least that
+    chance. Above it the normal spread (Blom) decides, and nothing changes there."""
+    ctx, _, _ = _split_context_and_resident_decodes_left(coding)
+    machines = np.full(5, 60.0)
+    nbat = np.array([0.5, 1.0, 1.6, 3.0, 30.0])
+    share = ctx._least_loaded_share(machines, nbat)
+    busy = analytic._joined_busy_chance(nbat)
+    np.testing.assert_array_less(busy / nbat - 1e-12, share)
+    # an idle machine is left: it is the one borrowed
+    assert share[0] == 0.0
+    assert share[1] == 0.0
+    assert share[2] == pytest.approx(busy[2] / 1.6, rel=1e-12)  # the normal spread reads zero here
+    assert 0.0 < share[4] < 1.0  # Blom's, as before
+    assert share[4] > busy[4] / 30.0
+
+
 def test_a_decode_meets_prompts_only_until_the_trace_ends() -> None:
     """The part of a decode phase during which prompts still arrive (the baselines' stalls):
     all of a phase that ends before the trace's last arrival, what is left of the trace for

@@ -694,7 +694,6 @@ def test_a_borrowed_token_machine_holds_a_decode_where_none_is_idle() -> None:
     got, des = _evaluator_and_des(case, 2, 80)
     assert des.slowdown["tbt_p99"] > 5.0
     assert got.slowdown["tbt_p99"][0] > 0.7 * des.slowdown["tbt_p99"]
-    assert not got.meets_slo[0]
 
 
 @pytest.mark.parametrize(

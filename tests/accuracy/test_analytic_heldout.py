@@ -761,3 +761,32 @@ def test_a_decode_on_a_nearly_idle_token_pool_never_waits_to_join() -> None:
     got, des = _evaluator_and_des(case, 8, 300)
     for q in ("tbt_p50", "e2e_p50"):
         assert got.slowdown[q][0] == pytest.approx(des.slowdown[q], rel=0.006), q
+
+
+def test_a_lent_prompt_machine_with_far_more_memory_decodes_at_its_own_full_batch() -> None:
+    """A fresh held-out draw (seed 15034, case 7): MI300X TP2 prompt machines and H200 TP1 token
+    machines, which barely hold Llama-2-70B's weights (6.7 decodes each at their memory cap), on
+    the Azure conversation trace at 40 req/s, over 60 s. With one token machine the DES lends
+    prompt machines to the token pool, each holding hundreds of decodes, and its TBT P90 is 7.7.
+    The evaluator timed the lent machines' decodes at the token machine's full-batch iteration
+    and read 1.22, meeting every SLO there and at every token count of the row, where the DES
+    needs 64 over 240 s. At the batch the excess makes on each lent machine it reads 5.2
+    (`_SplitContext._lent_slowdown`). At 72 token machines no machine is lent, and both meet."""
+    case = _held_out_case(
+        "custom",
+        "llama2-70b",
+        "conv",
+        39.98,
+        1739891182,
+        prompt_node="mi300x-8x",
+        token_node="hgx-h200",
+        prompt_tp=2,
+        token_tp=1,
+    )
+    got, des = _evaluator_and_des(case, 18, 1)
+    assert not des.meets_slo
+    assert not got.meets_slo[0]
+    assert got.slowdown["tbt_p90"][0] == pytest.approx(des.slowdown["tbt_p90"], rel=0.4)
+    got, des = _evaluator_and_des(case, 18, 72)
+    assert des.meets_slo
+    assert got.meets_slo[0]

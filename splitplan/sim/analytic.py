@@ -782,6 +782,7 @@ class _SplitContext(_Chunkwise):
         # … and its decode iteration by batch, for the batch the decodes lent to it make (`evaluate`)
         self.lent_grid = np.linspace(0.0, 1.0, _BASELINE_GRID) ** 2 * nmax_lent
         self.lent_tau_grid = _tau(self.prompt_perf, self.lent_grid, ctx_lent)
+        self.lent_served = np.maximum.accumulate(self.lent_grid / self.lent_tau_grid)  # N / τ(N), per s
         # the batch stops at the machine's memory, not at the batch cap: a full machine takes no
         # decode, and the scheduler lends the token pool prompt machines (`evaluate`)
         self.memory_bound = self.nmax < float(scenario.sim.max_batch_size)
@@ -1283,13 +1284,13 @@ class _SplitContext(_Chunkwise):
         decodes each; the Azure conversation trace at 40 req/s over 240 s, 18 prompt machines):
         the DES's lent machines hold hundreds of decodes and its TBT P90 is 7.6 with one token
         machine, where the token machine's iteration read 1.22 and met the SLOs with one token
-        machine against the DES's 64; now 5.3, passing from 62 and at 46 and 54–58, where one more lent
-        machine lowers each one's batch (the DES fails there: its excess comes in bursts, which
-        this does not model). A B200 TP4 fp8 prompt machine
-        lent to MI300X TP1 fp8 token machines (BLOOM-176B, 3.6 decodes per token machine at the
-        cap) holds 24 token machines' worth: counted as one, the pool of seven prompt machines
-        and one token machine read unstable where the DES meets every SLO. Only where memory, not the batch
-        cap, bounds the batch: a machine at the batch cap with memory to spare keeps taking
+        machine against the DES's 64; now 5.3, passing from 62 and at 46 and 54–58, where one
+        more lent machine lowers each one's batch (the DES fails there: its excess comes in
+        bursts, which this does not model). A B200 TP4 fp8 prompt machine lent to MI300X TP1 fp8
+        token machines (BLOOM-176B, 3.6 decodes per token machine at the cap) holds 24 token
+        machines' worth: counted as one, the pool of seven prompt machines and one token machine
+        read unstable where the DES meets every SLO. Only where memory, not the batch cap,
+        bounds the batch: a machine at the batch cap with memory to spare keeps taking
         decodes, which wait on it (Splitwise-HA, coding at 35 req/s, 11 prompt and one token
         machine: the DES's TBT P50 is 4.4, and lending read 1.2). The utilizations reported at
         such a point are those of the pools as lent. No constant.
@@ -1332,8 +1333,7 @@ class _SplitContext(_Chunkwise):
         """How much slower than a full token machine's iteration a lent prompt machine iterates
         with `load` decode tokens per second of its own: at the batch N with N / τ(N) = load on
         its own iteration τ (at least 1: `evaluate`)."""
-        served = np.maximum.accumulate(self.lent_grid / self.lent_tau_grid)  # N / τ(N), per second
-        batch = np.interp(load, served, self.lent_grid)
+        batch = np.interp(load, self.lent_served, self.lent_grid)
         return np.maximum(
             np.interp(batch, self.lent_grid, self.lent_tau_grid) / float(self.tau_grid[-1]), 1.0
         )

@@ -1129,3 +1129,53 @@ def test_each_stall_draw_is_one_stratum_of_every_requests_count_quantile() -> No
     for k in range(draws):
         assert np.all((ctx.stall_zcdf[k] > k / draws) & (ctx.stall_zcdf[k] < (k + 1) / draws))
     assert np.allclose(ctx.stall_zcdf[0] * draws, sample.zcdf)  # draw 0 scales the request's own
+
+
+def _split_context(case):
+    """The evaluator's context of a calibration case's design and scenario."""
+    design, sc = case.build()
+    analytic._SCENARIOS.entries.clear()
+    evaluate_grid(design, [2], [2], sc)
+    ((_, _, contexts),) = analytic._SCENARIOS.entries
+    (ctx,) = contexts.values()
+    return ctx
+
+
+def _tight_memory_case(prompt_node: str, prompt_tp: int):
+    from splitplan.sim.calibrate import Case
+
+    return Case(
+        design="custom",
+        prompt_node=prompt_node,
+        token_node="hgx-h200",
+        prompt_tp=prompt_tp,
+        token_tp=1,
+        prompt_precision="fp16",
+        token_precision="fp16",
+        token_power_cap=1.0,
+        model="llama2-70b",
+        workload="conversation",
+        rate_rps=40.0,
+        duration_s=30.0,
+        seed=1,
+    )
+
+
+@given(load=st.lists(st.floats(0.0, 1.0), min_size=2, max_size=20))
+@settings(max_examples=50, deadline=None)
+def test_a_lent_machine_iterates_slower_the_more_it_is_lent(load: list[float]) -> None:
+    """`_lent_slowdown` by the share of a lent machine's decode capacity it serves: never below 1
+    (a lent machine is never timed faster than a full token machine), never falling as the load
+    grows, and at full capacity its own full batch's iteration over the token machine's. An
+    MI300X TP2 instance lent to H200 TP1 token machines that barely hold Llama-2-70B holds far
+    more decodes, so there it is several times slower; an H200 TP1 lent to its like never is."""
+    for node, tp, slower in (("mi300x-8x", 2, True), ("hgx-h200", 1, False)):
+        ctx = _split_context(_tight_memory_case(node, tp))
+        assert ctx.memory_bound
+        share = np.sort(np.asarray(load))
+        got = ctx._lent_slowdown(share * ctx.lent_capacity)
+        assert np.all(got >= 1.0)
+        assert np.all(np.diff(got) >= -1e-12)
+        full = ctx._lent_slowdown(np.array([ctx.lent_capacity]))[0]
+        assert full == pytest.approx(max(ctx.lent_tau_grid[-1] / ctx.tau_grid[-1], 1.0), rel=1e-9)
+        assert (full > 2.0) if slower else (full == 1.0)

@@ -401,9 +401,14 @@ def search(
 
 
 def _check_instances_fit(problem: SearchProblem, scenario) -> None:
-    """Every instance choice must hold the model and some KV (before any search time is spent)."""
+    """Every instance choice must hold the model and the workload's largest request (before any
+    search time is spent): the DES refuses a request too large for an instance at any pool size,
+    and so does the analytic evaluator, so a choice that cannot hold it is refused by name here
+    rather than midway through a search, whichever choice the search would have reached first."""
+    from splitplan.design import ClusterConfig, Design
     from splitplan.perf import kv_capacity_bytes
     from splitplan.search.problem import instance_machine
+    from splitplan.sim.des.run import check_requests_fit
 
     for space in problem.spaces:
         pools = [("prompt", space.prompt)] + ([] if space.baseline else [("token", space.token)])
@@ -412,6 +417,8 @@ def _check_instances_fit(problem: SearchProblem, scenario) -> None:
                 m = instance_machine(choice, pool.power_cap[0])
                 try:
                     kv_capacity_bytes(scenario.model, m, scenario.weight_bytes_on(m))
+                    alone = Design(name=m.name, kind="baseline", prompt=m, token=m)  # m's test only
+                    check_requests_fit(ClusterConfig.baseline(alone, 1), scenario)
                 except InputError as exc:
                     raise type(exc)(
                         f"{space.name} {which} pool: {exc} (or drop it from `{which}_tp`)"

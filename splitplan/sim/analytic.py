@@ -603,7 +603,21 @@ def _new_context(
     cal: Calibration,
     chunked_calibration: ChunkedCalibration | None,
 ) -> _Context:
-    """The per-design constants `evaluate_grid` evaluates points with (chunked, baseline, split)."""
+    """The per-design constants `evaluate_grid` evaluates points with (chunked, baseline, split).
+
+    A workload with a request whose KV cache outgrows an instance of either pool is refused here
+    with the DES's own message (InputError): the DES refuses it at any pool size, and an answer
+    from the evaluator alone there (`--engine analytic`) was a verdict on a workload no
+    configuration of the design can serve. Checked once per design and scenario, as the context
+    is kept; a refusal keeps nothing, so every call refuses."""
+    from splitplan.sim.des.run import check_requests_fit
+
+    check_requests_fit(
+        ClusterConfig.baseline(design, 1)
+        if design.is_baseline
+        else ClusterConfig(design=design, prompt_machines=1, token_machines=1),
+        scenario,
+    )
     if design.policy is BatchPolicy.CHUNKED:
         return _chunked_context(scenario, design, sample, cap_prompt, chunked_calibration)
     if design.is_baseline:

@@ -227,3 +227,38 @@ def test_acceptance_search_over_tp_per_pool(capsys) -> None:
     text = capsys.readouterr().out
     winner = next(line for line in text.splitlines() if line.startswith("Winner:"))
     assert f"tp{best['prompt_tp']} fp16 / tp{best['token_tp']} fp8" in winner
+
+
+# H200 TP1 instances hold Llama-2-70B's weights with 3 GB to spare, and the conversation preset
+# over 60 s has a prompt of 11,013 tokens, whose KV cache needs 3.7 GB
+TIGHT = ["--design", "custom", "--prompt-gpu", "hgx-h200", "--token-gpu", "hgx-h200"]
+TIGHT += ["--model", "llama2-70b", "--workload", "conversation", "--rate", "20", "--duration", "60"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["search", *TIGHT, "--token-tp", "1,2"],
+            r"token pool: a request of 11,013 prompt tokens needs .* drop it",
+        ),
+        (["search", *TIGHT, "--token-tp", "1,2", "--engine", "analytic"], r"token pool: a request of 11,013"),
+        (
+            ["heatmap", *TIGHT, "--token-tp", "1", "--engine", "analytic"],
+            r"^splitplan: error: a request of 11,013",
+        ),
+    ],
+)
+def test_an_instance_too_small_for_a_request_is_refused_by_every_engine(
+    capsys, argv: list[str], message: str
+) -> None:
+    """A token instance that holds the weights but not the workload's largest request: the DES
+    refuses it at any pool size, so a search refuses the choice before spending time (it used to
+    answer with the other TP, the small one screened and never simulated), and the analytic
+    engine refuses it as the DES does (it used to give a verdict)."""
+    import re
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert re.search(message, err), err

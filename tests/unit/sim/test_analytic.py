@@ -1154,7 +1154,7 @@ def _tight_memory_case(prompt_node: str, prompt_tp: int):
         token_precision="fp16",
         token_power_cap=1.0,
         model="llama2-70b",
-        workload="conversation",
+        workload="coding",
         rate_rps=40.0,
         duration_s=30.0,
         seed=1,
@@ -1179,3 +1179,30 @@ def test_a_lent_machine_iterates_slower_the_more_it_is_lent(load: list[float]) -
         full = ctx._lent_slowdown(np.array([ctx.lent_capacity]))[0]
         assert full == pytest.approx(max(ctx.lent_tau_grid[-1] / ctx.tau_grid[-1], 1.0), rel=1e-9)
         assert (full > 2.0) if slower else (full == 1.0)
+
+
+@pytest.mark.parametrize("design", ["splitwise-hh", "baseline-h100", "chunked-h100"])
+def test_the_evaluator_refuses_a_request_too_large_for_memory_as_the_des_does(design: str) -> None:
+    """A request whose KV cache outgrows an instance is refused by `evaluate_grid` with the DES's
+    own line, at every design kind: an answer from the evaluator alone was a verdict on a
+    workload no configuration of the design can serve."""
+    from splitplan.workload import Workload
+
+    wl = Workload(
+        arrival_s=np.array([0.0, 0.5, 1.0]),
+        prompt_tokens=np.array([100, 3_000_000, 200]),
+        output_tokens=np.array([10, 10, 20]),
+    )
+    sc = Scenario(workload=wl, model=get_model("llama2-70b"))
+    d = get_design(design)
+    with pytest.raises(InputError) as exc:
+        evaluate_grid(d, [2], [0 if d.is_baseline else 2], sc)
+    assert str(exc.value).startswith("a request of 3,000,000 prompt tokens needs")
+    cfg = (
+        ClusterConfig.baseline(d, 2)
+        if d.is_baseline
+        else ClusterConfig(design=d, prompt_machines=2, token_machines=2)
+    )
+    with pytest.raises(InputError) as des:
+        simulate_des(cfg, sc)
+    assert str(exc.value) == str(des.value)

@@ -792,11 +792,11 @@ class _SplitContext(_Chunkwise):
         _, _, ctx_lent, nmax_lent = _decode_constants(
             scenario, sample, cap_prompt, scenario.kv_bytes_per_token_on(design.prompt)
         )
-        self.lent_capacity = nmax_lent / float(_tau(self.prompt_perf, np.array([nmax_lent]), ctx_lent)[0])
-        # … and its decode iteration by batch, for the batch the decodes lent to it make (`evaluate`)
+        # (its decode iteration by batch, for the batch the decodes lent to it make)
         self.lent_grid = np.linspace(0.0, 1.0, _BASELINE_GRID) ** 2 * nmax_lent
         self.lent_tau_grid = _tau(self.prompt_perf, self.lent_grid, ctx_lent)
         self.lent_served = np.maximum.accumulate(self.lent_grid / self.lent_tau_grid)  # N / τ(N), per s
+        self.lent_capacity = nmax_lent / float(self.lent_tau_grid[-1])  # decode tokens/s at its cap
         # the batch stops at the machine's memory, not at the batch cap: a full machine takes no
         # decode, and the scheduler lends the token pool prompt machines (`evaluate`)
         self.memory_bound = self.nmax < float(scenario.sim.max_batch_size)
@@ -860,6 +860,10 @@ class _SplitContext(_Chunkwise):
         self.seen_deviation = self.resident_cv * ndtri(sample.w)  # cv·z, per request
         # the join's residual of the running iteration, per request: uniform with mean ½ (× 2·join)
         self.join_draw = 2.0 * sample.v
+        # whether its decode runs on a prompt machine lent to the token pool (below the lent share,
+        # `evaluate`): the fifth uniform shifted by ½, so that the decodes a lent machine takes
+        # are not the ones an all-mixed period catches (`_all_mixed`: x below its share)
+        self.lent_draw = np.mod(sample.x + 0.5, 1.0)
         self.f_grid = np.asarray(
             self.token_perf.token_time_s(np.maximum(self.grid, 1.0), 0.0), dtype=np.float64
         )
@@ -1455,10 +1459,8 @@ class _SplitContext(_Chunkwise):
         else:
             phase = self._decode_phase(nbat, scale) * self._seen_batch_ratio(nbat)
             if lent is not None:
-                # which decodes a lent machine takes: the fifth uniform shifted by ½, so that
-                # they are not the ones an all-mixed period catches (`_all_mixed`, x below its share)
                 slowdown, share = lent
-                on_lent = np.mod(s.x + 0.5, 1.0)[None, :] < share[:, None]
+                on_lent = self.lent_draw[None, :] < share[:, None]
                 phase = np.where(on_lent, phase * slowdown[:, None], phase)
             decode += phase
         if len(spill):

@@ -3,7 +3,8 @@
     python -m splitplan.sim.calibrate generate [--set training|validation|both] [--jobs 2]
     python -m splitplan.sim.calibrate fit [--write] [--rounds 2]
     python -m splitplan.sim.calibrate fit-chunked [--write]
-    python -m splitplan.sim.calibrate score [--set training|validation|both | --file F] [--misses]
+    python -m splitplan.sim.calibrate score [--set training|validation|both | --file F [F …]] [--misses]
+        [--breakdown]
     python -m splitplan.sim.calibrate settle [--set training|validation|both] [--jobs 2]
     python -m splitplan.sim.calibrate reproducibility [--set training|validation|both | --file F]
         [--shift 1 2 …]
@@ -54,6 +55,11 @@ a clean held-out measure once the evaluator was developed with its scores in vie
 is one, and the stricter one, since its rows sit at the shipped evaluator's own edge of
 feasibility. `--misses` lists the walked rows more than one machine off and where the evaluator
 and the DES part (`misses`); `reproducibility --file F` runs the DES again on a stored draw.
+`score --file F …` scores several stored draws, each and pooled (a draw's figures move by a
+point or so from one draw to the next). `score --breakdown` says where the evaluator and the
+DES part (`Breakdown`): how many of the verdicts they disagree on sit within 2 % or 5 % of an
+SLO limit on either side, the SLO that fails there, and the families (model, decode machine,
+design) that hold the cases whose rows miss.
 
 `fit-chunked` refits the chunked-prefill model's correction (`ChunkedCalibration`) on the stored
 chunked DES sweeps (tests/golden/des_grids/chunked.npz: 70 req/s in-sample, 35 and 105 req/s held
@@ -118,6 +124,7 @@ MAX_REQUESTS = 24_000
 DURATION_S = (80.0, 240.0)
 UNIFORM_POINTS = 16  # per Splitwise case (baselines: half) drawn uniformly around the frontier
 NONE_MARGIN = 1  # "no feasible count up to t_hi" is the count t_hi + 1 (as in the golden tests)
+CASE_ROWS_SHARE = 0.95  # the issue's bar: a case's rows within one machine of the DES's, at least
 
 TRAINING_FILE = "des_training.npz"
 VALIDATION_FILE = "des_validation.npz"
@@ -760,7 +767,8 @@ class Score:
     rows: int
     frontier_within_one: float  # share of walked rows with |frontier − DES frontier| ≤ 1
     worst_case_frontier: float  # the lowest per-case share of rows within one machine
-    cases_frontier_ok: float  # share of cases with ≥ 95 % of rows within one machine
+    cases_frontier_ok: float  # share of cases with ≥ CASE_ROWS_SHARE of rows within one machine
+    cases: int = 0  # cases scored (`pooled` weighs cases_frontier_ok by it)
 
     def line(self) -> str:
         return (
@@ -781,16 +789,11 @@ def _built(case: Case):
     return _BUILT[key]
 
 
-def case_predictions(
+def _case_evaluation(
     s: DesSet, i: int, calibration=None, *, probe: bool = False
-) -> tuple[np.ndarray, dict[int, int | bool]]:
-    """The evaluator's verdicts at case i's DES points, and per walked row its frontier.
-
-    With `probe` a row is not scanned: the evaluator's frontier is within one machine of the
-    DES's frontier f exactly when it fails at f − 2 and meets at f + 1 (its verdict is monotone in
-    the pool size), so two points decide the row and the row's value is that boolean. Used by the
-    fit, where each candidate calibration scores the whole set.
-    """
+) -> tuple[np.ndarray, dict[int, int | bool], Any]:
+    """`case_predictions`, and last the evaluator's batch: the case's DES points first (in the
+    set's order), then the points of its row scans."""
     design, sc = _built(s.cases[i])
     sel = s.case == i
     P = s.prompt[sel].astype(np.int64)
@@ -808,7 +811,12 @@ def case_predictions(
         rt = np.concatenate([np.arange(1, t + 1) for t in tops])
     if design.is_baseline:
         rp, rt = rt, np.zeros_like(rt)
-    meets = _analytic_meets(design, sc, np.concatenate([P, rp]), np.concatenate([T, rt]), calibration)
+    from splitplan.sim.analytic import evaluate_grid
+
+    batch = evaluate_grid(
+        design, np.concatenate([P, rp]), np.concatenate([T, rt]), sc, calibration=calibration
+    )
+    meets = batch.meets_slo
     pts, rest = meets[: len(P)], meets[len(P) :]
     fronts: dict[int, int | bool] = {}
     if probe:
@@ -817,12 +825,26 @@ def case_predictions(
             fails_low = lo[k] <= 0 or not pair[k, 0]
             meets_high = des[k] > tops[k] or pair[k, 1]
             fronts[int(p)] = bool(fails_low and meets_high)
-        return pts, fronts
+        return pts, fronts, batch
     off = 0
     for p, t in zip(prompts, tops, strict=True):
         seg = rest[off : off + t]
         off += t
         fronts[int(p)] = int(np.argmax(seg)) + 1 if seg.any() else int(t) + NONE_MARGIN
+    return pts, fronts, batch
+
+
+def case_predictions(
+    s: DesSet, i: int, calibration=None, *, probe: bool = False
+) -> tuple[np.ndarray, dict[int, int | bool]]:
+    """The evaluator's verdicts at case i's DES points, and per walked row its frontier.
+
+    With `probe` a row is not scanned: the evaluator's frontier is within one machine of the
+    DES's frontier f exactly when it fails at f − 2 and meets at f + 1 (its verdict is monotone in
+    the pool size), so two points decide the row and the row's value is that boolean. Used by the
+    fit, where each candidate calibration scores the whole set.
+    """
+    pts, fronts, _ = _case_evaluation(s, i, calibration, probe=probe)
     return pts, fronts
 
 
@@ -938,13 +960,9 @@ def _agreement(s: DesSet, predict, *, probe: bool = False, cases=None) -> Score:
         uni_n += int(uni.sum())
         uni_ok += int(np.sum(same & uni))
         points += len(pts)
-        rows = np.flatnonzero(s.front_case == i)
-        if probe:
-            good = [bool(fronts[int(s.front_prompt[r])]) for r in rows]
-        else:
-            good = [abs(int(fronts[int(s.front_prompt[r])]) - int(s.front_des[r])) <= 1 for r in rows]
+        good = _rows_within_one(s, i, fronts, probe=probe)
         ok_rows += sum(good)
-        rows_n += len(rows)
+        rows_n += len(good)
         per_case.append(float(np.mean(good)) if good else 1.0)
     return Score(
         points=points,
@@ -954,7 +972,163 @@ def _agreement(s: DesSet, predict, *, probe: bool = False, cases=None) -> Score:
         rows=rows_n,
         frontier_within_one=ok_rows / max(rows_n, 1),
         worst_case_frontier=min(per_case, default=1.0),
-        cases_frontier_ok=float(np.mean(np.asarray(per_case) >= 0.95)) if per_case else 1.0,
+        cases_frontier_ok=float(np.mean(np.asarray(per_case) >= CASE_ROWS_SHARE)) if per_case else 1.0,
+        cases=len(per_case),
+    )
+
+
+def _rows_within_one(s: DesSet, i: int, fronts: dict[int, int | bool], *, probe: bool = False) -> list[bool]:
+    """Per walked row of case i: is the evaluator's frontier (`fronts`, or with `probe` already
+    that boolean) within one machine of the DES's."""
+    rows = np.flatnonzero(s.front_case == i)
+    if probe:
+        return [bool(fronts[int(s.front_prompt[r])]) for r in rows]
+    return [abs(int(fronts[int(s.front_prompt[r])]) - int(s.front_des[r])) <= 1 for r in rows]
+
+
+def pooled(scores: Sequence[Score]) -> Score:
+    """Several sets' scores as one: each share weighed by what it counts (points, the uniform
+    slice, rows, cases), the worst case the worst of all. A fresh draw's figures move with the
+    draw (a few points of a percent each), so held-out claims pool several draws."""
+    if not scores:
+        raise ValueError("pooled() needs at least one score")
+
+    def share(value: str, weight: str) -> float:
+        total = sum(getattr(sc, weight) for sc in scores)
+        return sum(getattr(sc, value) * getattr(sc, weight) for sc in scores) / max(total, 1)
+
+    return Score(
+        points=sum(sc.points for sc in scores),
+        agreement=share("agreement", "points"),
+        uniform_points=sum(sc.uniform_points for sc in scores),
+        uniform_agreement=share("uniform_agreement", "uniform_points"),
+        rows=sum(sc.rows for sc in scores),
+        frontier_within_one=share("frontier_within_one", "rows"),
+        worst_case_frontier=min(sc.worst_case_frontier for sc in scores),
+        cases_frontier_ok=share("cases_frontier_ok", "cases"),
+        cases=sum(sc.cases for sc in scores),
+    )
+
+
+NEAR_LIMIT = (0.02, 0.05)  # reporting bands (not fitted): a disagreement this close to an SLO limit
+FAMILIES = ("model", "decode machine", "design")  # how `Breakdown` groups the cases
+
+
+@dataclass(frozen=True, slots=True)
+class Breakdown:
+    """Where the evaluator and the DES part, over one set or several (`merged`).
+
+    A verdict the two disagree on is mostly a knife edge: one engine or the other reads the
+    deciding SLO within a few percent of its limit, where a second DES realization flips verdicts
+    too (`reproducibility`). The rest, and the cases whose rows miss, cluster in families
+    (a model, a kind of decode machine, a design), which say where `--engine analytic` is to be
+    checked by the DES rather than trusted."""
+
+    points: int
+    optimistic: int  # points where the evaluator meets and the DES fails
+    pessimistic: int  # … and the other way round
+    near_limit: tuple[int, ...]  # disagreements within each NEAR_LIMIT band of a limit, on either side
+    # per SLO, the one that fails on a disagreement: the DES's most violated on an optimistic
+    # point, the evaluator's on a pessimistic one ("unstable": that engine's backlog grows)
+    deciding: dict[str, int]
+    # per family and value: (cases, cases with under 95 % of their rows within one machine)
+    families: dict[str, dict[str, tuple[int, int]]]
+
+    def lines(self) -> list[str]:
+        off = self.optimistic + self.pessimistic
+        bands = ", ".join(
+            f"{n / max(off, 1):.0%} within {band:.0%}"
+            for band, n in zip(NEAR_LIMIT, self.near_limit, strict=True)
+        )
+        slos = ", ".join(f"{k} {n}" for k, n in sorted(self.deciding.items(), key=lambda kv: (-kv[1], kv[0])))
+        out = [
+            f"verdicts part at {off} of {self.points} points: the evaluator optimistic at {self.optimistic}, "
+            f"pessimistic at {self.pessimistic}; {bands} of a limit (the DES's or the evaluator's "
+            f"deciding SLO)",
+            f"the SLO that fails there: {slos or 'none'}",
+        ]
+        for family in FAMILIES:
+            values = self.families.get(family, {})
+            missing = sorted(
+                ((v, c, m) for v, (c, m) in values.items() if m), key=lambda x: (-x[2] / x[1], -x[1], x[0])
+            )
+            listed = ", ".join(f"{v} {m}/{c}" for v, c, m in missing)
+            rest = len(values) - len(missing)
+            tail = f" ({rest} more with none)" if rest and missing else ""
+            out.append(f"cases under 95 % of rows within one, by {family}: {listed or 'none'}{tail}")
+        return out
+
+
+def merged(parts: Sequence[Breakdown]) -> Breakdown:
+    """Several sets' breakdowns as one (counts added)."""
+    deciding: dict[str, int] = {}
+    families: dict[str, dict[str, tuple[int, int]]] = {}
+    for b in parts:
+        for k, n in b.deciding.items():
+            deciding[k] = deciding.get(k, 0) + n
+        for family, values in b.families.items():
+            into = families.setdefault(family, {})
+            for v, (c, m) in values.items():
+                c0, m0 = into.get(v, (0, 0))
+                into[v] = (c0 + c, m0 + m)
+    return Breakdown(
+        points=sum(b.points for b in parts),
+        optimistic=sum(b.optimistic for b in parts),
+        pessimistic=sum(b.pessimistic for b in parts),
+        near_limit=tuple(sum(b.near_limit[j] for b in parts) for j in range(len(NEAR_LIMIT))),
+        deciding=deciding,
+        families=families,
+    )
+
+
+def _family(case: Case, design) -> dict[str, str]:
+    """A case's value in each of FAMILIES: its model, the node type its decodes run on (a
+    baseline's only one), and its design (a paper design's name, or a custom pair or baseline)."""
+    kind = case.design if not case.design.startswith("custom") else case.design.replace("-", " ")
+    if kind == "custom":
+        kind = "custom split"
+    return {"model": case.model, "decode machine": design.token.type.name, "design": kind}
+
+
+def score_with_breakdown(s: DesSet, calibration=None) -> tuple[Score, Breakdown]:
+    """`score`, and where the evaluator and the DES part (`Breakdown`), from one evaluation of
+    each case."""
+    got = {i: _case_evaluation(s, i, calibration) for i in range(len(s.cases))}
+    sc = _agreement(s, lambda i: got[i][:2])
+    optimistic = pessimistic = 0
+    near = [0] * len(NEAR_LIMIT)
+    deciding: dict[str, int] = {}
+    families: dict[str, dict[str, tuple[int, int]]] = {f: {} for f in FAMILIES}
+    for i, case in enumerate(s.cases):
+        pts, fronts, batch = got[i]
+        design, scenario = _built(case)
+        sel = np.flatnonzero(s.case == i)
+        spec = SloSpec(slowdown=scenario.slo.slowdown)  # the set stores the DES's slowdowns only
+        des = slo_margins(spec, {k: s.slowdown[sel, j] for j, k in enumerate(SLO_KEYS)}, {}, s.stable[sel])
+        ev_margin = np.where(batch.stable[: len(sel)], batch.margin[: len(sel)], -np.inf)
+        for k in np.flatnonzero(pts != s.meets[sel]):
+            if pts[k]:
+                optimistic += 1
+                slo = str(des.binding[k]) if s.stable[sel[k]] else "unstable"
+            else:
+                pessimistic += 1
+                slo = str(batch.binding[k]) if batch.stable[k] else "unstable"
+            deciding[slo] = deciding.get(slo, 0) + 1
+            closest = min(abs(float(des.margin[k])), abs(float(ev_margin[k])))
+            for j, band in enumerate(NEAR_LIMIT):
+                near[j] += int(closest <= band)
+        good = _rows_within_one(s, i, fronts)
+        missed = bool(good) and float(np.mean(good)) < CASE_ROWS_SHARE
+        for family, value in _family(case, design).items():
+            c, m = families[family].get(value, (0, 0))
+            families[family][value] = (c + 1, m + int(missed))
+    return sc, Breakdown(
+        points=sc.points,
+        optimistic=optimistic,
+        pessimistic=pessimistic,
+        near_limit=tuple(near),
+        deciding=deciding,
+        families=families,
     )
 
 
@@ -1494,10 +1668,17 @@ def _unwritable(path: Path) -> str | None:
     return None
 
 
-def _print_score(name: str, ds: DesSet, calibration, listing: bool) -> None:
-    """`score`'s lines for one set: the scores, the baselines' TTFT error and (`listing`) the rows
-    more than one machine off."""
-    print(f"{name:<11}", score(ds, calibration).line())
+def _print_score(
+    name: str, ds: DesSet, calibration, listing: bool, breaking: bool = False
+) -> tuple[Score, Breakdown | None]:
+    """`score`'s lines for one set: the scores, the baselines' TTFT error, (`listing`) the rows
+    more than one machine off and (`breaking`) where the two part (`Breakdown`). Returns the
+    score and the breakdown (None unless `breaking`), for a pooled line over several sets."""
+    if breaking:
+        sc, parts = score_with_breakdown(ds, calibration)
+    else:
+        sc, parts = score(ds, calibration), None
+    print(f"{name:<11}", sc.line())
     err = baseline_ttft_error(ds, calibration)
     print(f"{'':<11} baselines' TTFT P50/P90/P99 off by {err:.3f} (mean |log|)")
     if listing:
@@ -1505,6 +1686,21 @@ def _print_score(name: str, ds: DesSet, calibration, listing: bool) -> None:
         print(f"{'':<11} {len(found)} walked rows more than one machine off the DES's frontier")
         for miss in found:
             print(f"{'':<13}{miss.line()}")
+    for line in parts.lines() if parts is not None else ():
+        print(f"{'':<11} {line}")
+    return sc, parts
+
+
+def _print_pooled(files: list[Path], calibration, listing: bool, breaking: bool) -> None:
+    """`score --file F …`: each stored set's lines, then with several, their pooled score (and
+    breakdown)."""
+    got = [_print_score(f.name, load_set(f), calibration, listing, breaking) for f in files]
+    if len(got) < 2:
+        return
+    print(f"pooled over {len(got)} sets:", pooled([sc for sc, _ in got]).line())
+    if breaking:
+        for line in merged([b for _, b in got if b is not None]).lines():
+            print(f"{'':<11} {line}")
 
 
 def _print_reproducibility(name: str, ds: DesSet, shifts: list[int], jobs: int, calibration) -> None:
@@ -1568,8 +1764,17 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--jobs", type=_jobs, default=2)
     s = sub.add_parser("score", help="score the shipped Calibration")
     s.add_argument("--set", choices=("training", "validation", "both"), default=None, help="default: both")
-    s.add_argument("--file", type=Path, default=None, help="score a set stored by holdout --out instead")
+    s.add_argument(
+        "--file",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="score sets stored by holdout --out instead (pooled too)",
+    )
     s.add_argument("--misses", action="store_true", help="list the rows more than one machine off")
+    s.add_argument(
+        "--breakdown", action="store_true", help="say where the verdicts and the rows part, by family"
+    )
     h = sub.add_parser("holdout", help="draw a fresh held-out set from another seed and score it")
     h.add_argument("--seed", type=_whole, required=True, help="the draw's seed (not the training set's)")
     h.add_argument("--cases", type=_at_least_one, default=VALIDATION_CASES)
@@ -1652,7 +1857,7 @@ def _run(args: argparse.Namespace) -> int:
         print("error: --file and --set each name the sets to use: give one", file=sys.stderr)
         return 2
     if args.cmd == "score" and args.file is not None:
-        _print_score(args.file.name, load_set(args.file), CALIBRATION, args.misses)
+        _print_pooled(args.file, CALIBRATION, args.misses, args.breakdown)
         return 0
     if args.cmd == "reproducibility":
         if 0 in args.shift or len(set(args.shift)) != len(args.shift):
@@ -1666,7 +1871,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.cmd == "score":
         for name, ds in (("training", train), ("validation", val)):
             if (args.set or "both") in (name, "both"):
-                _print_score(name, ds, CALIBRATION, args.misses)
+                _print_score(name, ds, CALIBRATION, args.misses, args.breakdown)
         return 0
     if args.cmd == "reproducibility":
         for name, ds in (("training", train), ("validation", val)):

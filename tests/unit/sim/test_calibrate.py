@@ -417,3 +417,100 @@ def test_held_out_draws_refuse_the_training_seed_a_bad_output_and_two_sources(ar
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert message in err
+
+
+def _validation_slice(cases: list[int]) -> cal.DesSet:
+    return _slice(cal.load_set(cal.sim_data_dir() / cal.VALIDATION_FILE), cases)
+
+
+def test_pooled_scores_are_the_score_of_the_sets_taken_together() -> None:
+    """Pooling weighs each share by what it counts: two parts of a set pool to the whole set's
+    score (a mean of the two parts' shares would not: their sizes differ)."""
+    whole = cal.score(_validation_slice([59, 93, 1, 2, 3, 6, 10]))
+    parts = [cal.score(_validation_slice(c)) for c in ([59, 93], [1, 2, 3, 6, 10])]
+    assert parts[0].points != parts[1].points
+    got = cal.pooled(parts)
+    assert (got.points, got.uniform_points, got.rows, got.cases) == (
+        whole.points,
+        whole.uniform_points,
+        whole.rows,
+        whole.cases,
+    )
+    for name in ("agreement", "uniform_agreement", "frontier_within_one", "cases_frontier_ok"):
+        assert getattr(got, name) == pytest.approx(getattr(whole, name), abs=1e-12)
+    assert got.worst_case_frontier == min(p.worst_case_frontier for p in parts)
+    assert cal.pooled([whole]) == whole
+    with pytest.raises(ValueError, match="at least one"):
+        cal.pooled([])
+
+
+def test_the_breakdown_counts_every_disagreement_once_and_every_case_in_each_family() -> None:
+    """With a join delay five times the fitted one the evaluator parts from the DES on both kinds
+    of design; the breakdown's counts add up to the score's, whichever way they are grouped."""
+    from splitplan.sim.analytic import CALIBRATION
+
+    s = _validation_slice([59, 93, 1, 2, 3, 6])
+    off = replace(CALIBRATION, join_fraction=5 * CALIBRATION.join_fraction, baseline_jsq_spread=8.0)
+    sc, b = cal.score_with_breakdown(s, off)
+    assert sc == cal.score(s, off)
+    verdicts = np.concatenate([cal.case_predictions(s, i, off)[0] for i in range(len(s.cases))])
+    des = np.concatenate([s.meets[s.case == i] for i in range(len(s.cases))])
+    assert b.optimistic == int(np.sum(verdicts & ~des)) > 0
+    assert b.pessimistic == int(np.sum(~verdicts & des)) > 0
+    total = b.optimistic + b.pessimistic
+    assert total == sc.points - round(sc.agreement * sc.points)
+    assert sum(b.deciding.values()) == total
+    assert set(b.deciding) <= {*cal.SLO_KEYS, "unstable"}
+    assert list(b.near_limit) == sorted(b.near_limit)
+    assert b.near_limit[-1] <= total
+    missed = len(s.cases) - round(sc.cases_frontier_ok * len(s.cases))
+    for family in cal.FAMILIES:
+        counts = b.families[family].values()
+        assert sum(c for c, _ in counts) == len(s.cases)
+        assert sum(m for _, m in counts) == missed
+    assert "custom baseline" in b.families["design"]
+    both = cal.merged([b, b])
+    assert (both.points, both.optimistic, both.near_limit) == (
+        2 * b.points,
+        2 * b.optimistic,
+        tuple(2 * n for n in b.near_limit),
+    )
+    assert both.families["model"] == {v: (2 * c, 2 * m) for v, (c, m) in b.families["model"].items()}
+
+
+def test_a_verdict_flipped_just_past_a_limit_is_an_optimistic_knife_edge_on_that_slo() -> None:
+    """A stored DES point that meets, turned into a failure 1 % past its TBT P90 limit: the
+    evaluator (which still meets there) is optimistic at one more point, on TBT P90, within 2 %
+    of the limit."""
+    s = _validation_slice([1, 2, 3])
+    _, before = cal.score_with_breakdown(s)
+    verdicts = np.concatenate([cal.case_predictions(s, i)[0] for i in range(len(s.cases))])
+    k = int(np.flatnonzero(verdicts & s.meets)[0])
+    limit = cal._built(s.cases[int(s.case[k])])[1].slo.slowdown["tbt_p90"]
+    slowdown = s.slowdown.copy()
+    slowdown[k, cal.SLO_KEYS.index("tbt_p90")] = 1.01 * limit
+    meets = s.meets.copy()
+    meets[k] = False
+    _, after = cal.score_with_breakdown(replace(s, meets=meets, slowdown=slowdown))
+    assert after.optimistic == before.optimistic + 1
+    assert after.pessimistic == before.pessimistic
+    assert after.deciding.get("tbt_p90", 0) == before.deciding.get("tbt_p90", 0) + 1
+    assert after.near_limit == tuple(n + 1 for n in before.near_limit)
+
+
+def test_score_pools_several_stored_sets_and_breaks_them_down(tmp_path, capsys) -> None:
+    paths = [tmp_path / "a.npz", tmp_path / "b.npz"]
+    sets = [_validation_slice([59, 93]), _validation_slice([1, 2, 3])]
+    for path, s in zip(paths, sets, strict=True):
+        cal.save_set(s, path)
+    assert cal.main(["score", "--breakdown", "--file", *map(str, paths)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("a.npz")
+    assert lines[0].endswith(cal.score(sets[0]).line())
+    pooled = [line for line in lines if line.startswith("pooled over 2 sets:")]
+    assert pooled == [f"pooled over 2 sets: {cal.pooled([cal.score(s) for s in sets]).line()}"]
+    after = lines[lines.index(pooled[0]) + 1 :]
+    assert after[0].strip().startswith("verdicts part at ")
+    assert [line.strip().split(",")[0] for line in after[2:]] == [
+        line.split(",")[0] for line in cal.merged([cal.score_with_breakdown(s)[1] for s in sets]).lines()[2:]
+    ]

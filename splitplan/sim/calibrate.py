@@ -7,7 +7,7 @@
         [--breakdown]
     python -m splitplan.sim.calibrate settle [--set training|validation|both] [--jobs 2]
     python -m splitplan.sim.calibrate reproducibility [--set training|validation|both | --file F]
-        [--shift 1 2 …]
+        [--shift 1 2 …] [--breakdown]
     python -m splitplan.sim.calibrate holdout --seed S [--cases 100] [--jobs 2] [--out F] [--misses]
 
 `generate` draws cases at random (seeded) over the space users search — both baselines, the four
@@ -59,7 +59,8 @@ and the DES part (`misses`); `reproducibility --file F` runs the DES again on a 
 point or so from one draw to the next). `score --breakdown` says where the evaluator and the
 DES part (`Breakdown`): how many of the verdicts they disagree on sit within 2 % or 5 % of an
 SLO limit on either side, the SLO that fails there, and the families (model, decode machine,
-design) that hold the cases whose rows miss.
+design) that hold the cases whose rows miss; `reproducibility --breakdown` says the same of a
+second DES realization beside the evaluator's, the scale for those figures.
 
 `fit-chunked` refits the chunked-prefill model's correction (`ChunkedCalibration`) on the stored
 chunked DES sweeps (tests/golden/des_grids/chunked.npz: 70 req/s in-sample, 35 and 105 req/s held
@@ -906,9 +907,8 @@ def _des_failure(spec, s: DesSet, run: int, got) -> tuple[str, float, float]:
     latencies), with the DES's value and the evaluator's (`got`, one point) for `Miss`."""
     if not s.stable[run]:
         return "unstable", math.nan, math.nan
-    des_row = dict(zip(SLO_KEYS, s.slowdown[run].tolist(), strict=True))
-    worst = str(slo_margins(SloSpec(slowdown=spec.slowdown), des_row, {}).binding[0])
-    return worst, des_row[worst], float(got.slowdown[worst][0])
+    worst = str(_des_margins(s, np.array([run]), spec)[1][0])
+    return worst, float(s.slowdown[run, SLO_KEYS.index(worst)]), float(got.slowdown[worst][0])
 
 
 def misses(s: DesSet, calibration=None) -> list[Miss]:
@@ -1034,7 +1034,8 @@ class Breakdown:
     # per family and value: (cases, cases with under 95 % of their rows within one machine)
     families: dict[str, dict[str, tuple[int, int]]]
 
-    def lines(self) -> list[str]:
+    def lines(self, who: str = "the evaluator") -> list[str]:
+        """The breakdown in a few lines; `who` names the predictor scored against the DES."""
         off = self.optimistic + self.pessimistic
         bands = ", ".join(
             f"{n / max(off, 1):.0%} within {band:.0%}"
@@ -1042,9 +1043,8 @@ class Breakdown:
         )
         slos = ", ".join(f"{k} {n}" for k, n in sorted(self.deciding.items(), key=lambda kv: (-kv[1], kv[0])))
         out = [
-            f"verdicts part at {off} of {self.points} points: the evaluator optimistic at {self.optimistic}, "
-            f"pessimistic at {self.pessimistic}; {bands} of a limit (the DES's or the evaluator's "
-            f"deciding SLO)",
+            f"verdicts part at {off} of {self.points} points: {who} optimistic at {self.optimistic}, "
+            f"pessimistic at {self.pessimistic}; {bands} of a limit (either one's deciding SLO)",
             f"the SLO that fails there: {slos or 'none'}",
         ]
         for family in FAMILIES:
@@ -1090,46 +1090,77 @@ def _family(case: Case, design) -> dict[str, str]:
     return {"model": case.model, "decode machine": design.token.type.name, "design": kind}
 
 
-def score_with_breakdown(s: DesSet, calibration=None) -> tuple[Score, Breakdown]:
-    """`score`, and where the evaluator and the DES part (`Breakdown`), from one evaluation of
-    each case."""
-    got = {i: _case_evaluation(s, i, calibration) for i in range(len(s.cases))}
-    sc = _agreement(s, lambda i: got[i][:2])
+def _des_margins(s: DesSet, at: np.ndarray, spec) -> tuple[np.ndarray, np.ndarray]:
+    """The DES's SLO margin and binding SLO at the set's points `at` ("unstable" and −inf where
+    its backlog grew), over the slowdown limits of `spec` (a set stores no absolute latencies)."""
+    got = slo_margins(
+        SloSpec(slowdown=spec.slowdown),
+        {k: s.slowdown[at, j] for j, k in enumerate(SLO_KEYS)},
+        {},
+        s.stable[at],
+    )
+    return got.margin, np.where(s.stable[at], got.binding, "unstable")
+
+
+def _breakdown(s: DesSet, predicted, cases) -> Breakdown:
+    """Where a predictor parts from the set's DES, over `cases`: `predicted(i)` gives its verdicts
+    on case i's points (in the set's order), its frontier per walked row, and its SLO margin and
+    binding SLO ("unstable" and −inf where its backlog grows) at those points."""
     optimistic = pessimistic = 0
     near = [0] * len(NEAR_LIMIT)
     deciding: dict[str, int] = {}
     families: dict[str, dict[str, tuple[int, int]]] = {f: {} for f in FAMILIES}
-    for i, case in enumerate(s.cases):
-        pts, fronts, batch = got[i]
-        design, scenario = _built(case)
+    points = 0
+    for i in cases:
+        pts, fronts, margin, binding = predicted(i)
+        design, scenario = _built(s.cases[i])
         sel = np.flatnonzero(s.case == i)
-        spec = SloSpec(slowdown=scenario.slo.slowdown)  # the set stores the DES's slowdowns only
-        des = slo_margins(spec, {k: s.slowdown[sel, j] for j, k in enumerate(SLO_KEYS)}, {}, s.stable[sel])
-        ev_margin = np.where(batch.stable[: len(sel)], batch.margin[: len(sel)], -np.inf)
+        points += len(sel)
+        des_margin, des_binding = _des_margins(s, sel, scenario.slo)
         for k in np.flatnonzero(pts != s.meets[sel]):
             if pts[k]:
                 optimistic += 1
-                slo = str(des.binding[k]) if s.stable[sel[k]] else "unstable"
+                slo = str(des_binding[k])
             else:
                 pessimistic += 1
-                slo = str(batch.binding[k]) if batch.stable[k] else "unstable"
+                slo = str(binding[k])
             deciding[slo] = deciding.get(slo, 0) + 1
-            closest = min(abs(float(des.margin[k])), abs(float(ev_margin[k])))
+            closest = min(abs(float(des_margin[k])), abs(float(margin[k])))
             for j, band in enumerate(NEAR_LIMIT):
                 near[j] += int(closest <= band)
         good = _rows_within_one(s, i, fronts)
         missed = bool(good) and float(np.mean(good)) < CASE_ROWS_SHARE
-        for family, value in _family(case, design).items():
+        for family, value in _family(s.cases[i], design).items():
             c, m = families[family].get(value, (0, 0))
             families[family][value] = (c + 1, m + int(missed))
-    return sc, Breakdown(
-        points=sc.points,
+    return Breakdown(
+        points=points,
         optimistic=optimistic,
         pessimistic=pessimistic,
         near_limit=tuple(near),
         deciding=deciding,
         families=families,
     )
+
+
+def score_with_breakdown(s: DesSet, calibration=None, *, cases=None) -> tuple[Score, Breakdown]:
+    """`score`, and where the evaluator and the DES part (`Breakdown`), from one evaluation of
+    each case (of all, or of `cases`)."""
+    chosen = list(range(len(s.cases)) if cases is None else cases)
+    got = {i: _case_evaluation(s, i, calibration) for i in chosen}
+
+    def predicted(i: int):
+        pts, fronts, batch = got[i]
+        n = len(pts)
+        stable = batch.stable[:n]
+        return (
+            pts,
+            fronts,
+            np.where(stable, batch.margin[:n], -np.inf),
+            np.where(stable, batch.binding[:n], "unstable"),
+        )
+
+    return _agreement(s, lambda i: got[i][:2], cases=chosen), _breakdown(s, predicted, chosen)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1193,6 +1224,19 @@ def realization_agreement(s: DesSet, other: DesSet, kept: list[int]) -> Score:
         return other.meets[other.case == j], _walked_fronts(other, j)
 
     return _agreement(s, predict, cases=kept)
+
+
+def realization_breakdown(s: DesSet, other: DesSet, kept: list[int]) -> Breakdown:
+    """Where the DES of `other` (from `rerun`) parts from the DES of `s`, as `score_with_breakdown`
+    says where the evaluator does: the scale for the evaluator's figures."""
+
+    def predicted(i: int):
+        j = kept.index(i)
+        at = np.flatnonzero(other.case == j)
+        margin, binding = _des_margins(other, at, _built(s.cases[i])[1].slo)
+        return other.meets[at], _walked_fronts(other, j), margin, binding
+
+    return _breakdown(s, predicted, kept)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1703,7 +1747,11 @@ def _print_pooled(files: list[Path], calibration, listing: bool, breaking: bool)
             print(f"{'':<11} {line}")
 
 
-def _print_reproducibility(name: str, ds: DesSet, shifts: list[int], jobs: int, calibration) -> None:
+def _print_reproducibility(
+    name: str, ds: DesSet, shifts: list[int], jobs: int, calibration, breaking: bool = False
+) -> None:
+    """`reproducibility`'s lines for one set; with `breaking`, after each realization's scores
+    where it parts from the stored DES and where the evaluator does, by kind (`Breakdown`)."""
     others = []
     for offset in shifts:
         other, kept = rerun(ds, offset, jobs)
@@ -1711,8 +1759,20 @@ def _print_reproducibility(name: str, ds: DesSet, shifts: list[int], jobs: int, 
         shift, wall = f"{offset:+d}", other.meta["wall_s"]
         print(f"{name}: {len(kept)} of {len(ds.cases)} cases ran again at seed {shift} ({wall:.0f} s)")
         print(f"  DES at seed {shift} vs the stored DES ", realization_agreement(ds, other, kept).line())
-        print("  evaluator vs the stored DES      ", score(ds, calibration, cases=kept).line())
+        if breaking:
+            evaluator, parts = score_with_breakdown(ds, calibration, cases=kept)
+        else:
+            evaluator, parts = score(ds, calibration, cases=kept), None
+        print("  evaluator vs the stored DES      ", evaluator.line())
         print(f"  evaluator vs the DES at seed {shift}", score(other, calibration).line())
+        if parts is not None:
+            for who, b in (
+                (f"the DES at seed {shift}", realization_breakdown(ds, other, kept)),
+                ("the evaluator", parts),
+            ):
+                print(f"  {who} against the stored DES:")
+                for line in b.lines(who):
+                    print(f"    {line}")
     if len(others) > 1:
         print(f"{name}:", majority(ds, others, calibration).line())
 
@@ -1790,6 +1850,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     r.add_argument("--jobs", type=_jobs, default=2)
     r.add_argument("--file", type=Path, default=None, help="a set stored by holdout --out instead")
+    r.add_argument("--breakdown", action="store_true", help="where each realization and the evaluator part")
     args = ap.parse_args(argv)
     try:
         return _run(args)
@@ -1864,7 +1925,9 @@ def _run(args: argparse.Namespace) -> int:
             print("error: --shift takes distinct offsets other than 0 (0 is the stored one)", file=sys.stderr)
             return 2
         if args.file is not None:
-            _print_reproducibility(args.file.name, load_set(args.file), args.shift, args.jobs, CALIBRATION)
+            _print_reproducibility(
+                args.file.name, load_set(args.file), args.shift, args.jobs, CALIBRATION, args.breakdown
+            )
             return 0
     train = load_set(out / TRAINING_FILE)
     val = load_set(out / VALIDATION_FILE)
@@ -1876,7 +1939,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.cmd == "reproducibility":
         for name, ds in (("training", train), ("validation", val)):
             if (args.set or "validation") in (name, "both"):
-                _print_reproducibility(name, ds, args.shift, args.jobs, CALIBRATION)
+                _print_reproducibility(name, ds, args.shift, args.jobs, CALIBRATION, args.breakdown)
         return 0
     before = {"training": score(train, CALIBRATION), "validation": score(val, CALIBRATION)}
     cal, _ = fit(train, CALIBRATION, args.rounds)

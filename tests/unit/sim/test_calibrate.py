@@ -514,3 +514,34 @@ def test_score_pools_several_stored_sets_and_breaks_them_down(tmp_path, capsys) 
     assert [line.strip().split(",")[0] for line in after[2:]] == [
         line.split(",")[0] for line in cal.merged([cal.score_with_breakdown(s)[1] for s in sets]).lines()[2:]
     ]
+
+
+def test_a_realization_breakdown_counts_where_another_des_parts_from_the_stored_one(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    """The stored DES against itself parts nowhere; with one verdict turned into a failure 3 % past
+    its E2E P90 limit it parts at that point: within 5 % of a limit, not 2 %, on E2E P90, the other
+    realization pessimistic there. `reproducibility --breakdown` prints it beside the evaluator's."""
+    s = _validation_slice([1, 2, 3])
+    kept = [0, 1, 2]
+    same = cal.realization_breakdown(s, s, kept)
+    assert (same.optimistic, same.pessimistic, same.near_limit) == (0, 0, (0, 0))
+    assert all(m == 0 for values in same.families.values() for _, m in values.values())
+    k = int(np.flatnonzero(s.meets & s.stable)[0])
+    limit = cal._built(s.cases[int(s.case[k])])[1].slo.slowdown["e2e_p90"]
+    slowdown = s.slowdown.copy()
+    slowdown[k, cal.SLO_KEYS.index("e2e_p90")] = 1.03 * limit
+    meets = s.meets.copy()
+    meets[k] = False
+    other = replace(s, meets=meets, slowdown=slowdown)
+    got = cal.realization_breakdown(s, other, kept)
+    assert (got.optimistic, got.pessimistic, got.near_limit, got.deciding) == (0, 1, (0, 1), {"e2e_p90": 1})
+    path = tmp_path / "r.npz"
+    cal.save_set(s, path)
+    monkeypatch.setattr(
+        cal, "rerun", lambda ds, shift, jobs: (replace(other, meta={**s.meta, "wall_s": 0.0}), kept)
+    )
+    assert cal.main(["reproducibility", "--file", str(path), "--breakdown"]) == 0
+    out = capsys.readouterr().out
+    assert "  the DES at seed +1 against the stored DES:\n    verdicts part at 1 of " in out
+    assert "  the evaluator against the stored DES:\n    verdicts part at " in out

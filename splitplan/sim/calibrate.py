@@ -978,8 +978,8 @@ def _agreement(s: DesSet, predict, *, probe: bool = False, cases=None) -> Score:
 
 
 def _rows_within_one(s: DesSet, i: int, fronts: dict[int, int | bool], *, probe: bool = False) -> list[bool]:
-    """Per walked row of case i: is the evaluator's frontier (`fronts`, or with `probe` already
-    that boolean) within one machine of the DES's."""
+    """Per walked row of case i: is a predictor's frontier (`fronts`, or with `probe` already that
+    boolean) within one machine of the set's DES's."""
     rows = np.flatnonzero(s.front_case == i)
     if probe:
         return [bool(fronts[int(s.front_prompt[r])]) for r in rows]
@@ -1016,22 +1016,23 @@ FAMILIES = ("model", "decode machine", "design")  # how `Breakdown` groups the c
 
 @dataclass(frozen=True, slots=True)
 class Breakdown:
-    """Where the evaluator and the DES part, over one set or several (`merged`).
+    """Where a predictor (the evaluator, or another DES realization) and the set's DES part, over
+    one set or several (`merged`).
 
-    A verdict the two disagree on is mostly a knife edge: one engine or the other reads the
+    A verdict the evaluator and the DES disagree on is mostly a knife edge: one engine or the other reads the
     deciding SLO within a few percent of its limit, where a second DES realization flips verdicts
     too (`reproducibility`). The rest, and the cases whose rows miss, cluster in families
     (a model, a kind of decode machine, a design), which say where `--engine analytic` is to be
     checked by the DES rather than trusted."""
 
     points: int
-    optimistic: int  # points where the evaluator meets and the DES fails
+    optimistic: int  # points where the predictor meets and the DES fails
     pessimistic: int  # … and the other way round
     near_limit: tuple[int, ...]  # disagreements within each NEAR_LIMIT band of a limit, on either side
     # per SLO, the one that fails on a disagreement: the DES's most violated on an optimistic
-    # point, the evaluator's on a pessimistic one ("unstable": that engine's backlog grows)
+    # point, the predictor's on a pessimistic one ("unstable": that one's backlog grows)
     deciding: dict[str, int]
-    # per family and value: (cases, cases with under 95 % of their rows within one machine)
+    # per family and value: (cases, cases with under CASE_ROWS_SHARE of their rows within one machine)
     families: dict[str, dict[str, tuple[int, int]]]
 
     def lines(self, who: str = "the evaluator") -> list[str]:
@@ -1055,7 +1056,9 @@ class Breakdown:
             listed = ", ".join(f"{v} {m}/{c}" for v, c, m in missing)
             rest = len(values) - len(missing)
             tail = f" ({rest} more with none)" if rest and missing else ""
-            out.append(f"cases under 95 % of rows within one, by {family}: {listed or 'none'}{tail}")
+            out.append(
+                f"cases under {CASE_ROWS_SHARE:.0%} of rows within one, by {family}: {listed or 'none'}{tail}"
+            )
         return out
 
 

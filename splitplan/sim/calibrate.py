@@ -4,7 +4,7 @@
     python -m splitplan.sim.calibrate fit [--write] [--rounds 2]
     python -m splitplan.sim.calibrate fit-chunked [--write]
     python -m splitplan.sim.calibrate score [--set training|validation|both | --file F [F …]] [--misses]
-        [--breakdown]
+        [--breakdown] [--sample-size N]
     python -m splitplan.sim.calibrate settle [--set training|validation|both] [--jobs 2]
     python -m splitplan.sim.calibrate reproducibility [--set training|validation|both | --file F]
         [--shift 1 2 …] [--breakdown]
@@ -60,7 +60,9 @@ point or so from one draw to the next). `score --breakdown` says where the evalu
 DES part (`Breakdown`): how many of the verdicts they disagree on sit within 2 % or 5 % of an
 SLO limit on either side, the SLO that fails there, and the families (model, decode machine,
 design) that hold the cases whose rows miss; `reproducibility --breakdown` says the same of a
-second DES realization beside the evaluator's, the scale for those figures.
+second DES realization beside the evaluator's, the scale for those figures. `score --sample-size
+N` scores the evaluator at N sampled requests per point instead of its default, to tell its own
+sampling noise from its model's error.
 
 `fit-chunked` refits the chunked-prefill model's correction (`ChunkedCalibration`) on the stored
 chunked DES sweeps (tests/golden/des_grids/chunked.npz: 70 req/s in-sample, 35 and 105 req/s held
@@ -791,7 +793,7 @@ def _built(case: Case):
 
 
 def _case_evaluation(
-    s: DesSet, i: int, calibration=None, *, probe: bool = False
+    s: DesSet, i: int, calibration=None, *, probe: bool = False, sample_size: int | None = None
 ) -> tuple[np.ndarray, dict[int, int | bool], Any]:
     """`case_predictions`, and last the evaluator's batch: the case's DES points first (in the
     set's order), then the points of its row scans."""
@@ -815,7 +817,12 @@ def _case_evaluation(
     from splitplan.sim.analytic import evaluate_grid
 
     batch = evaluate_grid(
-        design, np.concatenate([P, rp]), np.concatenate([T, rt]), sc, calibration=calibration
+        design,
+        np.concatenate([P, rp]),
+        np.concatenate([T, rt]),
+        sc,
+        calibration=calibration,
+        sample_size=sample_size,
     )
     meets = batch.meets_slo
     pts, rest = meets[: len(P)], meets[len(P) :]
@@ -836,22 +843,29 @@ def _case_evaluation(
 
 
 def case_predictions(
-    s: DesSet, i: int, calibration=None, *, probe: bool = False
+    s: DesSet, i: int, calibration=None, *, probe: bool = False, sample_size: int | None = None
 ) -> tuple[np.ndarray, dict[int, int | bool]]:
     """The evaluator's verdicts at case i's DES points, and per walked row its frontier.
 
     With `probe` a row is not scanned: the evaluator's frontier is within one machine of the
     DES's frontier f exactly when it fails at f − 2 and meets at f + 1 (its verdict is monotone in
     the pool size), so two points decide the row and the row's value is that boolean. Used by the
-    fit, where each candidate calibration scores the whole set.
+    fit, where each candidate calibration scores the whole set. `sample_size`: the evaluator's
+    sample (None: its default), as in every scoring function here.
     """
-    pts, fronts, _ = _case_evaluation(s, i, calibration, probe=probe)
+    pts, fronts, _ = _case_evaluation(s, i, calibration, probe=probe, sample_size=sample_size)
     return pts, fronts
 
 
-def score(s: DesSet, calibration=None, *, probe: bool = False, cases=None) -> Score:
+def score(
+    s: DesSet, calibration=None, *, probe: bool = False, cases=None, sample_size: int | None = None
+) -> Score:
     """Agreement of the evaluator (with `calibration`) with the DES on the set (or some cases)."""
-    return _agreement(s, lambda i: case_predictions(s, i, calibration, probe=probe), probe=probe, cases=cases)
+
+    def predict(i: int) -> tuple[np.ndarray, dict[int, int | bool]]:
+        return case_predictions(s, i, calibration, probe=probe, sample_size=sample_size)
+
+    return _agreement(s, predict, probe=probe, cases=cases)
 
 
 @dataclass(frozen=True, slots=True)
@@ -911,14 +925,14 @@ def _des_failure(spec, s: DesSet, run: int, got) -> tuple[str, float, float]:
     return worst, float(s.slowdown[run, SLO_KEYS.index(worst)]), float(got.slowdown[worst][0])
 
 
-def misses(s: DesSet, calibration=None) -> list[Miss]:
+def misses(s: DesSet, calibration=None, *, sample_size: int | None = None) -> list[Miss]:
     """The walked rows where the evaluator's frontier is more than one machine from the DES's
     (those `score` counts against frontier_within_one), with where the two part (`Miss`)."""
     from splitplan.sim.analytic import evaluate_grid
 
     out = []
     for i, case in enumerate(s.cases):
-        _, fronts = case_predictions(s, i, calibration)
+        _, fronts = case_predictions(s, i, calibration, sample_size=sample_size)
         design, scenario = _built(case)
         for r in np.flatnonzero(s.front_case == i):
             p, des, top = int(s.front_prompt[r]), int(s.front_des[r]), int(s.front_top[r])
@@ -927,7 +941,14 @@ def misses(s: DesSet, calibration=None) -> list[Miss]:
                 continue
             at = max(min(des - 1 if ev < des else des, top), 1)
             pm, tm = (at, 0) if design.is_baseline else (p, at)
-            got = evaluate_grid(design, np.array([pm]), np.array([tm]), scenario, calibration=calibration)
+            got = evaluate_grid(
+                design,
+                np.array([pm]),
+                np.array([tm]),
+                scenario,
+                calibration=calibration,
+                sample_size=sample_size,
+            )
             slo = str(got.binding[0])
             relative = slo in SLO_KEYS
             name = slo if relative else slo.removesuffix("_latency")
@@ -1146,11 +1167,13 @@ def _breakdown(s: DesSet, predicted, cases) -> Breakdown:
     )
 
 
-def score_with_breakdown(s: DesSet, calibration=None, *, cases=None) -> tuple[Score, Breakdown]:
+def score_with_breakdown(
+    s: DesSet, calibration=None, *, cases=None, sample_size: int | None = None
+) -> tuple[Score, Breakdown]:
     """`score`, and where the evaluator and the DES part (`Breakdown`), from one evaluation of
     each case (of all, or of `cases`)."""
     chosen = list(range(len(s.cases)) if cases is None else cases)
-    got = {i: _case_evaluation(s, i, calibration) for i in chosen}
+    got = {i: _case_evaluation(s, i, calibration, sample_size=sample_size) for i in chosen}
 
     def predicted(i: int):
         pts, fronts, batch = got[i]
@@ -1407,7 +1430,7 @@ def golden_failures(calibration=None) -> list[str]:
 TTFT_KEYS = ("ttft_p50", "ttft_p90", "ttft_p99")
 
 
-def baseline_ttft_error(s: DesSet, calibration=None) -> float:
+def baseline_ttft_error(s: DesSet, calibration=None, *, sample_size: int | None = None) -> float:
     """How far the evaluator's TTFT percentiles are from the DES's on the set's baseline points:
     the mean |log(evaluator / DES)| of the TTFT P50, P90 and P99 slowdowns over the points both
     find stable (0.05: about 5 % off). What `fit` fits Calibration.baseline_fresh_share to."""
@@ -1421,7 +1444,7 @@ def baseline_ttft_error(s: DesSet, calibration=None) -> float:
         design, sc = _built(case)
         sel = s.case == i
         n = s.prompt[sel].astype(np.int64)
-        got = evaluate_grid(design, n, np.zeros_like(n), sc, calibration=calibration)
+        got = evaluate_grid(design, n, np.zeros_like(n), sc, calibration=calibration, sample_size=sample_size)
         ours = np.stack([got.slowdown[k] for k in TTFT_KEYS], axis=1)
         des = s.slowdown[sel][:, at].astype(np.float64)
         ok = s.stable[sel] & got.stable & np.all(np.isfinite(ours) & np.isfinite(des) & (des > 0), axis=1)
@@ -1716,20 +1739,20 @@ def _unwritable(path: Path) -> str | None:
 
 
 def _print_score(
-    name: str, ds: DesSet, calibration, listing: bool, breaking: bool = False
+    name: str, ds: DesSet, calibration, listing: bool, breaking: bool = False, sample_size: int | None = None
 ) -> tuple[Score, Breakdown | None]:
     """`score`'s lines for one set: the scores, the baselines' TTFT error, (`listing`) the rows
     more than one machine off and (`breaking`) where the two part (`Breakdown`). Returns the
     score and the breakdown (None unless `breaking`), for a pooled line over several sets."""
     if breaking:
-        sc, parts = score_with_breakdown(ds, calibration)
+        sc, parts = score_with_breakdown(ds, calibration, sample_size=sample_size)
     else:
-        sc, parts = score(ds, calibration), None
+        sc, parts = score(ds, calibration, sample_size=sample_size), None
     print(f"{name:<11}", sc.line())
-    err = baseline_ttft_error(ds, calibration)
+    err = baseline_ttft_error(ds, calibration, sample_size=sample_size)
     print(f"{'':<11} baselines' TTFT P50/P90/P99 off by {err:.3f} (mean |log|)")
     if listing:
-        found = misses(ds, calibration)
+        found = misses(ds, calibration, sample_size=sample_size)
         print(f"{'':<11} {len(found)} walked rows more than one machine off the DES's frontier")
         for miss in found:
             print(f"{'':<13}{miss.line()}")
@@ -1738,10 +1761,12 @@ def _print_score(
     return sc, parts
 
 
-def _print_pooled(files: list[Path], calibration, listing: bool, breaking: bool) -> None:
+def _print_pooled(
+    files: list[Path], calibration, listing: bool, breaking: bool, sample_size: int | None = None
+) -> None:
     """`score --file F …`: each stored set's lines, then with several, their pooled score (and
     breakdown)."""
-    got = [_print_score(f.name, load_set(f), calibration, listing, breaking) for f in files]
+    got = [_print_score(f.name, load_set(f), calibration, listing, breaking, sample_size) for f in files]
     if len(got) < 2:
         return
     print(f"pooled over {len(got)} sets:", pooled([sc for sc, _ in got]).line())
@@ -1795,6 +1820,14 @@ def _at_least_one(text: str) -> int:
     return n
 
 
+def _sample_size(text: str) -> int:
+    """An argparse type: the evaluator's sample, a whole number ≥ 10 (as `evaluate_grid` takes)."""
+    n = _whole(text)
+    if n < 10:
+        raise argparse.ArgumentTypeError(f"must be at least 10, got {n}")
+    return n
+
+
 def _jobs(text: str) -> int:
     """An argparse type: joblib's worker count, ≥ 1 or −1 (every core)."""
     n = _whole(text)
@@ -1837,6 +1870,12 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--misses", action="store_true", help="list the rows more than one machine off")
     s.add_argument(
         "--breakdown", action="store_true", help="say where the verdicts and the rows part, by family"
+    )
+    s.add_argument(
+        "--sample-size",
+        type=_sample_size,
+        default=None,
+        help="the evaluator's sample (default: its own, 501)",
     )
     h = sub.add_parser("holdout", help="draw a fresh held-out set from another seed and score it")
     h.add_argument("--seed", type=_whole, required=True, help="the draw's seed (not the training set's)")
@@ -1921,7 +1960,7 @@ def _run(args: argparse.Namespace) -> int:
         print("error: --file and --set each name the sets to use: give one", file=sys.stderr)
         return 2
     if args.cmd == "score" and args.file is not None:
-        _print_pooled(args.file, CALIBRATION, args.misses, args.breakdown)
+        _print_pooled(args.file, CALIBRATION, args.misses, args.breakdown, args.sample_size)
         return 0
     if args.cmd == "reproducibility":
         if 0 in args.shift or len(set(args.shift)) != len(args.shift):
@@ -1937,7 +1976,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.cmd == "score":
         for name, ds in (("training", train), ("validation", val)):
             if (args.set or "both") in (name, "both"):
-                _print_score(name, ds, CALIBRATION, args.misses, args.breakdown)
+                _print_score(name, ds, CALIBRATION, args.misses, args.breakdown, args.sample_size)
         return 0
     if args.cmd == "reproducibility":
         for name, ds in (("training", train), ("validation", val)):

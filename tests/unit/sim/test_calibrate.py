@@ -545,3 +545,24 @@ def test_a_realization_breakdown_counts_where_another_des_parts_from_the_stored_
     out = capsys.readouterr().out
     assert "  the DES at seed +1 against the stored DES:\n    verdicts part at 1 of " in out
     assert "  the evaluator against the stored DES:\n    verdicts part at " in out
+
+
+def test_score_takes_the_evaluators_sample_size_everywhere_it_evaluates(tmp_path, capsys) -> None:
+    """`score --sample-size N` scores the evaluator at N sampled requests: its line is `score`'s at
+    that size, which differs from the default's on these cases; a size the evaluator refuses is
+    refused before any work, in one line."""
+    s = _validation_slice([0, 3, 4])
+    small = cal.score(s, sample_size=101)
+    assert small.agreement != cal.score(s).agreement
+    assert cal.score_with_breakdown(s, sample_size=101)[0] == small
+    path = tmp_path / "s.npz"
+    cal.save_set(s, path)
+    assert cal.main(["score", "--file", str(path), "--sample-size", "101", "--breakdown"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith(small.line())
+    with pytest.raises(SystemExit) as stop:
+        cal.main(["score", "--file", str(path), "--sample-size", "9"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "--sample-size: must be at least 10, got 9" in err

@@ -934,11 +934,12 @@ def misses(s: DesSet, calibration=None, *, sample_size: int | None = None) -> li
     for i, case in enumerate(s.cases):
         _, fronts = case_predictions(s, i, calibration, sample_size=sample_size)
         design, scenario = _built(case)
-        for r in np.flatnonzero(s.front_case == i):
+        rows = np.flatnonzero(s.front_case == i)
+        for r, within in zip(rows, _rows_within_one(s, i, fronts), strict=True):
+            if within:
+                continue
             p, des, top = int(s.front_prompt[r]), int(s.front_des[r]), int(s.front_top[r])
             ev = int(fronts[p])
-            if abs(ev - des) <= 1:
-                continue
             at = max(min(des - 1 if ev < des else des, top), 1)
             pm, tm = (at, 0) if design.is_baseline else (p, at)
             got = evaluate_grid(
@@ -1108,9 +1109,7 @@ def merged(parts: Sequence[Breakdown]) -> Breakdown:
 def _family(case: Case, design) -> dict[str, str]:
     """A case's value in each of FAMILIES: its model, the node type its decodes run on (a
     baseline's only one), and its design (a paper design's name, or a custom pair or baseline)."""
-    kind = case.design if not case.design.startswith("custom") else case.design.replace("-", " ")
-    if kind == "custom":
-        kind = "custom split"
+    kind = {"custom": "custom split", "custom-baseline": "custom baseline"}.get(case.design, case.design)
     return {"model": case.model, "decode machine": design.token.type.name, "design": kind}
 
 

@@ -228,7 +228,10 @@ def _mixed(
     decode's is in the DES): the least pending is the one with the fewest prompt tokens
     queued, the lowest-numbered on ties. O(prompts · log machines): tournament trees hold the mixed
     machines by their queued tokens, by when their running prompt ends, and by when they fall idle
-    and go back to the token pool."""
+    and go back to the token pool. A machine's idle time only grows while it is borrowed, so the
+    last tree holds the time it would fall idle as of its borrowing, a lower bound, and a machine
+    found at the top with a later time is moved there: the machines still go back in the order
+    of their idle times, with one update per borrowing rather than one per prompt."""
     size = 1
     while size < machines:
         size *= 2
@@ -280,7 +283,11 @@ def _mixed(
                     _tree_set(pend_v, pend_i, 0, size, m, q_sum[m])
                 while absorbed_at == INF and back_v[1] <= x:
                     m = back_i[1]
-                    away_s += back_v[1] - since[m]
+                    idle = max(drain_end[m], last_end[m], own_end[m])
+                    if idle > back_v[1]:  # its key was set when it was borrowed: a lower bound
+                        _tree_set(back_v, back_i, 0, size, m, idle)
+                        continue
+                    away_s += idle - since[m]
                     _tree_set(pend_v, pend_i, 0, size, m, INF)
                     _tree_set(back_v, back_i, 0, size, m, INF)
                     own[m] = -1
@@ -338,7 +345,7 @@ def _mixed(
             if q_len[best] == 1:
                 _tree_set(done_v, done_i, 0, size, best, end)
         _tree_set(pend_v, pend_i, 0, size, best, q_sum[best])
-        if absorbed_at == INF:
+        if absorbed_at == INF and back_v[size + best] == INF:  # (later prompts only push it back)
             _tree_set(back_v, back_i, 0, size, best, max(drain_end[best], end, own_end[best]))
     if absorbed_at < INF:
         away_now[g:] = machines

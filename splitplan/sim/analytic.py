@@ -1091,7 +1091,24 @@ class _SplitContext(_Chunkwise):
             _REPLAYS.put(key, got)
         return got
 
-    def _prompt_pool(self, pm: IntArray, lam: FloatArray) -> tuple[FloatArray, list[_ReplayedPool]]:
+    def prepared(self, pm: IntArray, tm: IntArray, lam: FloatArray) -> Callable[[slice], tuple]:
+        """A block's evaluation, chunk by chunk, with its prompt pools' offered loads computed
+        for the whole block at once: `_batched_service` bisects as many steps for one pool as
+        for many, and the chunks of a grid share their rows' pools (a coding grid's chunks each
+        took a twentieth of their time there)."""
+        pools = np.unique(np.stack([pm.astype(np.float64), lam], axis=1), axis=0)
+        loads = self._offered_load(pools[:, 0].astype(np.int64), pools[:, 1])
+        known = dict(zip(map(tuple, pools.tolist()), loads.tolist(), strict=True))
+        return lambda rows: self.evaluate(pm[rows], tm[rows], lam[rows], known)
+
+    def _offered_load(self, pm: IntArray, lam: FloatArray) -> FloatArray:
+        """The prompt pool's offered load in erlangs at each (prompt machines, rate): reported as
+        the prompt pool's utilization, the mean service shrinking as queued prompts are packed."""
+        return lam * _batched_service(lam, self.es, self.batch_ratio, pm)
+
+    def _prompt_pool(
+        self, pm: IntArray, lam: FloatArray, known: dict[tuple[float, float], float] | None = None
+    ) -> tuple[FloatArray, list[_ReplayedPool]]:
         """The prompt pool at each (prompt machines, rate): its offered load in erlangs (reported
         as the prompt pool's utilization: the mean service shrinks as queued prompts are packed)
         and its replay (`_replayed`).
@@ -1102,9 +1119,14 @@ class _SplitContext(_Chunkwise):
         "full", so the prompt overflows — hold no closed form together, and every queue formula
         tried read the TTFT P90 high at one to three prompt machines and the P99 low at seven and
         more (docs/background.md). Nothing couples the pool to the token side where a design
-        meets its SLOs, so the replay gives the DES's TTFTs themselves.
+        meets its SLOs, so the replay gives the DES's TTFTs themselves. `known`: offered loads
+        already computed (`prepared`), by (prompt machines, rate).
         """
-        offered = lam * _batched_service(lam, self.es, self.batch_ratio, pm)
+        known = known or {}
+        offered = np.array([known.get((float(c), float(r)), np.nan) for c, r in zip(pm, lam, strict=True)])
+        missing = np.isnan(offered)
+        if missing.any():
+            offered[missing] = self._offered_load(pm[missing], lam[missing])
         return offered, [self._replayed(int(c), float(r)) for c, r in zip(pm, lam, strict=True)]
 
     def _mixed_pool(
@@ -1248,12 +1270,7 @@ class _SplitContext(_Chunkwise):
             )
             # from the moment every token machine is borrowed the replay stops: the prompts after it
             # take their TTFTs from the group's replay (which borrowed as many machines as it took)
-            rest = np.diff(o_off) - replayed
-            if rest.sum():
-                j = np.repeat(np.arange(len(alone)), rest)
-                within = np.arange(rest.sum()) - np.repeat(np.cumsum(rest) - rest, rest) + replayed[j]
-                own[o_off[j] + within] = ttft[g_off[group[alone[j]]] + within]
-                own_stall[o_off[j] + within] = stall[g_off[group[alone[j]]] + within]
+            _copy_after(replayed, own, own_stall, o_off, ttft, stall, g_off[group[alone]])
             borrowings[alone] = b_alone
             offsets[alone] = len(ttft) + o_off[:-1]
             ttft = np.concatenate([ttft, own])
@@ -1277,9 +1294,16 @@ class _SplitContext(_Chunkwise):
         spell_s = away * stop / np.maximum(borrowings, 1.0)  # a borrowing's mean time away
         return ttft, offsets, away, absorbed_at, (borrowings, first_s, later_s, spell_s), away_now, stall
 
-    def evaluate(self, pm: IntArray, tm: IntArray, lam: FloatArray):
-        """Every point's evaluation (`_evaluate`); where the decodes need more machines than the
-        token pool has, with the prompt machines the DES lends it.
+    def evaluate(
+        self,
+        pm: IntArray,
+        tm: IntArray,
+        lam: FloatArray,
+        known: dict[tuple[float, float], float] | None = None,
+    ):
+        """Every point's evaluation (`_evaluate`; `known`: offered loads, `_prompt_pool`); where
+        the decodes need more machines than the token pool has, with the prompt machines the DES
+        lends it.
 
         When no token machine has memory for a new decode, the DES's scheduler moves the prompt
         machine holding the least memory into the mixed pool and sends the decode there: the
@@ -1321,7 +1345,7 @@ class _SplitContext(_Chunkwise):
         hold) a token pool a little short of machines read as meeting where its full batches fail
         TBT in the DES: in-sample 96.3 → 95.9 % of the verdicts and 95.8 → 94.8 % of the rows
         within one machine."""
-        out = self._evaluate(pm, tm, lam)
+        out = self._evaluate(pm, tm, lam, known=known)
         if not self.memory_bound:  # decodes past the batch cap wait on their machine: no lending
             return out
         short = lam * self.mean_dec / self.decode_capacity - tm  # token machines' worth missing
@@ -1364,10 +1388,12 @@ class _SplitContext(_Chunkwise):
         *,
         at_cap: bool = False,
         lent: tuple[FloatArray, FloatArray] | None = None,
+        known: dict[tuple[float, float], float] | None = None,
     ):
         """The points' evaluation with the pools as given (`at_cap`: every decode batch at the
         memory cap, for the points `evaluate` lends prompt machines to the token pool; `lent`: per
-        point, how much slower the lent machines iterate and the share of the decodes they take)."""
+        point, how much slower the lent machines iterate and the share of the decodes they take;
+        `known`: the prompt pools' offered loads computed already, `_prompt_pool`)."""
         s, cal = self.s, self.cal
         P = pm.astype(np.float64)
         T = tm.astype(np.float64)
@@ -1376,7 +1402,7 @@ class _SplitContext(_Chunkwise):
         pairs = np.stack([P, lam], axis=1)
         uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
         inv = inv.reshape(-1)
-        offered_u, pools = self._prompt_pool(uniq[:, 0].astype(np.int64), uniq[:, 1])
+        offered_u, pools = self._prompt_pool(uniq[:, 0].astype(np.int64), uniq[:, 1], known)
         # a request's TTFT in the prompt pool, replayed (NaN where it overflowed: set below)
         ttft = np.stack([pool.ttft for pool in pools])[inv]
         # --- token pool: the steady decode batch N per token machine (Little's law, τ(N)), on the
@@ -1574,14 +1600,21 @@ class _SplitContext(_Chunkwise):
         stop = np.minimum(s.duration_s * scale, absorbed_at[at])
         taking = np.maximum(machines[at], 1.0)
         rate = self._least_loaded_share(taking, nbat[at]) * borrowings / np.maximum(stop * taking, 1e-12)
-        t0 = s.t_s[None, :] * scale[:, None]
-        phase = np.minimum(decode[at], np.maximum(stop[:, None] - t0, 0.0))
-        # at most one borrowing per decode iteration: a request of one output token has no decode
-        # to stall (its token comes with its prompt)
-        k = _poisson_quantile(rate[:, None] * phase, self.catch_z[None, :], s.u[None, :], self.dec[None, :])
-        b = np.maximum(borrowings, 1.0)[:, None]
-        held = np.minimum(1.0, 0.5 * phase / np.maximum(spell_s, 1e-9)[:, None])
-        decode[at] += k * (first_s[:, None] / b + later_s[:, None] / b * held)
+        b = np.maximum(borrowings, 1.0)
+        _add_borrowed_stalls(
+            at,
+            scale,
+            stop,
+            rate,
+            first_s / b,
+            later_s / b,
+            spell_s,
+            s.t_s,
+            self.catch_z,
+            s.u,
+            self.dec,
+            decode,
+        )
 
     def _kept_decodes(
         self,
@@ -1680,22 +1713,25 @@ class _SplitContext(_Chunkwise):
         nb = bisect_increasing(served, np.zeros(len(at)), hi)
         keeps_up = served(hi) > 0.0
         tau = np.interp(nb, self.grid, self.tau_grid)
-        t0 = s.t_s[None, :] * scale[:, None]
-        before = decode[at]
-        share = np.clip((t0 + before - absorbed_at[at, None]) / np.maximum(before, 1e-12), 0.0, 1.0)
         # all mixed in periods (docstring): a decode from the first on is in one with their share
         # a mixed machine holds no decode with chance e^−N (1 − `_busy_chance`, written as e^−N so
         # that it stays exact where it is tiny)
         period_s = 1.0 / np.maximum(lam[at] * np.exp(-nb) * (1.0 - busy), 1e-300)
         in_period = period_s / (period_s + absorbed_at[at])
-        share = share * (s.x[None, :] < in_period[:, None])
-        own = self.dec[None, :] * tau[:, None]
-        phase = np.minimum(share * own, np.maximum(s.duration_s * scale[:, None] - t0, 0.0))
-        k = _poisson_quantile(
-            rate[:, None] * phase / (1.0 - busy[:, None]), s.z[None, :], s.zcdf[None, :], self.dec[None, :]
+        _all_mixed_decodes(
+            at,
+            scale,
+            absorbed_at[at],
+            in_period,
+            tau,
+            s.duration_s * scale,
+            rate,
+            busy,
+            mean_s,
+            resid_s,
+            (s.t_s, s.x, s.v, s.z, s.zcdf, self.dec, self.xfer),
+            decode,
         )
-        waits = np.where(s.v[None, :] < busy[:, None], resid_s[:, None], 0.0) * (share > 0.0)
-        decode[at] = (1.0 - share) * before + share * (self.xfer[None, :] + own) + k * mean_s[:, None] + waits
         return keeps_up
 
     def _overflowed_ttft(
@@ -1819,34 +1855,56 @@ def _merged_percentiles(sorted_base: FloatArray, extra: FloatArray, weight: floa
     the base's size (a replayed prompt pool's overflowed requests, merged with the admitted ones
     shared by every point). With weight 1 it is np.percentile of the union exactly.
     """
+    extra = np.ascontiguousarray(extra, dtype=np.float64)
+    base = np.ascontiguousarray(sorted_base, dtype=np.float64)
+    return _merged_percentile_rows(base, extra, float(weight), np.asarray(PERCENTILES, dtype=np.float64))
+
+
+@nb.njit(cache=True)
+def _merged_percentile_rows(base, extra, weight, percentiles):
+    """`_merged_percentiles`, row by row: a row's sort, then a search per rank. (With numpy's
+    whole-array steps, the ranks' index arrays cost as much as the rest of a coding grid's TTFT
+    percentiles, and placing every extra among the base values as much as the sort.)"""
     rows, m = extra.shape
-    n_base = len(sorted_base)
-    n = n_base + round(weight * m)
-    ex = np.sort(extra, axis=1)
-    start = weight * np.arange(m)[None, :] + np.searchsorted(sorted_base, ex, side="right")
-    base = sorted_base if n_base else np.zeros(1)
-    row = np.arange(rows)
-
-    def at(rank: int) -> FloatArray:
-        before = np.count_nonzero(start <= rank + 1e-9, axis=1)  # extras starting at or before it
-        last = np.maximum(before - 1, 0)
-        if not m:
-            return base[min(rank, len(base) - 1)] * np.ones(rows)
-        mine = (before > 0) & (rank < start[row, last] + weight - 1e-9)
-        from_base = base[np.clip(np.floor(rank - weight * before + 1e-9).astype(np.int64), 0, len(base) - 1)]
-        return np.where(mine, ex[row, last], from_base)
-
-    out = np.empty((len(PERCENTILES), rows))
-    for j, pct in enumerate(PERCENTILES):
-        pos = pct / 100.0 * (n - 1)
-        lo = math.floor(pos)
-        v_lo = at(lo)
-        if pos > lo:
-            v_hi = at(min(lo + 1, n - 1))
-            out[j] = v_lo + (v_hi - v_lo) * (pos - lo)
-        else:
-            out[j] = v_lo
+    n = len(base) + round(weight * m)
+    out = np.empty((len(percentiles), rows))
+    for r in range(rows):
+        ex = np.sort(extra[r])
+        for q in range(len(percentiles)):
+            pos = percentiles[q] / 100.0 * (n - 1)
+            lo = math.floor(pos)
+            v_lo = _merged_rank(base, ex, weight, lo)
+            if pos > lo:
+                v_hi = _merged_rank(base, ex, weight, min(lo + 1, n - 1))
+                out[q, r] = v_lo + (v_hi - v_lo) * (pos - lo)
+            else:
+                out[q, r] = v_lo
     return out
+
+
+@nb.njit(cache=True, inline="always")
+def _merged_rank(base, ex, weight, rank):
+    """The value at `rank` of a row's union (`_merged_percentiles`; `ex` its extras, sorted): an
+    extra's, if one of the `weight` ranks the last extra starting at or before it takes holds it,
+    else the base's. The extra of rank j starts at weight·j plus the base values not above it,
+    increasing in j, so the extras starting at or before the rank are found by bisection."""
+    m = len(ex)
+    if m == 0:
+        return base[min(rank, len(base) - 1)] if len(base) else 0.0
+    before, hi = 0, m  # extras starting at or before the rank: the first j starting after it
+    while before < hi:
+        j = (before + hi) >> 1
+        if weight * j + np.searchsorted(base, ex[j], side="right") <= rank + 1e-9:
+            before = j + 1
+        else:
+            hi = j
+    last = max(before - 1, 0)
+    if before > 0 and rank < weight * last + np.searchsorted(base, ex[last], side="right") + weight - 1e-9:
+        return ex[last]
+    if len(base) == 0:
+        return 0.0
+    at = math.floor(rank - weight * before + 1e-9)
+    return base[min(max(at, 0), len(base) - 1)]
 
 
 class _Sized(Protocol):
@@ -1907,6 +1965,21 @@ def _ran_until_s(rows, first, pool, arrival_s, service_s, ttft_s, offsets, stop_
 
 
 @nb.njit(cache=True)
+def _copy_after(done, ttft_s, stall_s, offsets, from_ttft_s, from_stall_s, from_offsets):
+    """Point k's TTFTs and stalls (from offsets[k], up to offsets[k + 1]) past its first done[k],
+    copied from another replay of the same prompts laid out from from_offsets[k]
+    (`_SplitContext._mixed_pool`: a replay stopped where its pool was absorbed takes the rest
+    from its group's). A loop: numpy's fancy indexing built index arrays of every prompt, a
+    twelfth of a coding grid's evaluation."""
+    for k in range(len(done)):
+        a, b = offsets[k] + done[k], offsets[k + 1]
+        shift = from_offsets[k] - offsets[k]
+        for i in range(a, b):
+            ttft_s[i] = from_ttft_s[i + shift]
+            stall_s[i] = from_stall_s[i + shift]
+
+
+@nb.njit(cache=True)
 def _batch_over_time(away_now, T, tau, taken, end_s, scale, t_s, dec, lengths, top_load, batch_at_load):
     """`_SplitContext._batch_over_time` at each point (row of away_now) and sampled request: the
     batch at the decode load per machine taking decodes (`batch_at_load`, on loads 0 … top_load
@@ -1931,14 +2004,17 @@ def _batch_over_time(away_now, T, tau, taken, end_s, scale, t_s, dec, lengths, t
             smooth[g] = 0.0
         for d in lengths:
             back = max(d * tau[i] / step, 1.0)  # in probe steps
-            for g in range(probes):
-                lo = g + 1 - back
-                if lo > 0.0:
-                    k = min(math.floor(lo), probes - 1)
-                    c_lo = cum[k] + (lo - k) * per[k]
-                else:
-                    c_lo = lo * per[0]  # before the trace: as at its start
-                smooth[g] += (cum[g + 1] - c_lo) / back
+            # the probes g whose window g + 1 − back … g + 1 starts before the trace (split off, so
+            # that the loop over the others has no branch)
+            inside = 0
+            while inside < probes and not inside + 1 - back > 0.0:
+                inside += 1
+            for g in range(inside):
+                smooth[g] += (cum[g + 1] - (g + 1 - back) * per[0]) / back  # as at the trace's start
+            for g in range(inside, probes):
+                lo = g + 1 - back  # in (0, g]: floor(lo) is a probe
+                k = math.floor(lo)
+                smooth[g] += (cum[g + 1] - (cum[k] + (lo - k) * per[k])) / back
         cum2[0] = 0.0
         for g in range(probes):
             smooth[g] /= len(lengths)
@@ -2206,6 +2282,47 @@ def _solve_mixed(
     mix = np.interp(nbat, grid, mix_tab)
     share = np.minimum(lam_x * mix, 1.0)
     return nbat, tau, mix, share, rho
+
+
+@nb.njit(cache=True)
+def _all_mixed_decodes(
+    at, scale, absorbed_at, in_period, tau, end_s, rate, busy, mean_s, resid_s, per_request, decode
+):
+    """`_SplitContext._all_mixed`, per request r of each point at[i]: the share of its decode
+    phase (from its arrival t_s[r]·scale[i]) past the absorption, if it falls in a period
+    (x[r] < in_period[i]), decodes on a mixed machine at iteration tau[i] and catches a Poisson
+    count of prompts, rate[i] per second over that phase lengthened by the stalls (over
+    1 − busy[i]), each of mean_s[i]; with chance busy[i] (v[r]) it joins a machine busy with a
+    prompt and waits resid_s[i]."""
+    t_s, x, v, z, zcdf, dec, xfer = per_request
+    for i in range(len(at)):
+        row = at[i]
+        for r in range(len(t_s)):
+            t0 = t_s[r] * scale[i]
+            before = decode[row, r]
+            share = min(max((t0 + before - absorbed_at[i]) / max(before, 1e-12), 0.0), 1.0)
+            share = share * (1.0 if x[r] < in_period[i] else 0.0)
+            own = dec[r] * tau[i]
+            phase = min(share * own, max(end_s[i] - t0, 0.0))
+            k = _poisson_quantile(rate[i] * phase / (1.0 - busy[i]), z[r], zcdf[r], dec[r])
+            waits = (resid_s[i] if v[r] < busy[i] else 0.0) * (1.0 if share > 0.0 else 0.0)
+            decode[row, r] = (1.0 - share) * before + share * (xfer[r] + own) + k * mean_s[i] + waits
+
+
+@nb.njit(cache=True)
+def _add_borrowed_stalls(at, scale, stop_s, rate, first_s, later_s, spell_s, t_s, z, u, dec, decode):
+    """`_SplitContext._borrowed_stalls`, per request r of each point at[i]: its decode phase up
+    to the stop (from its arrival t_s[r]·scale[i]) catches a Poisson count of borrowings at
+    rate[i] (at most one per decode iteration, dec[r]: a request of one output token has no
+    decode to stall; its token comes with its prompt), and waits out each one's first prompt
+    (first_s, per borrowing) and min(1, phase / (2 · spell_s)) of its later ones (later_s)."""
+    for i in range(len(at)):
+        row = at[i]
+        for r in range(len(t_s)):
+            phase = min(decode[row, r], max(stop_s[i] - t_s[r] * scale[i], 0.0))
+            k = _poisson_quantile(rate[i] * phase, z[r], u[r], dec[r])
+            held = min(1.0, 0.5 * phase / max(spell_s[i], 1e-9))
+            decode[row, r] += k * (first_s[i] + later_s[i] * held)
 
 
 @nb.vectorize(["float64(float64, float64, float64, float64)"], cache=True)

@@ -1206,3 +1206,93 @@ def test_the_evaluator_refuses_a_request_too_large_for_memory_as_the_des_does(de
     with pytest.raises(InputError) as des:
         simulate_des(cfg, sc)
     assert str(exc.value) == str(des.value)
+
+
+# --- compiled passes: numpy's arithmetic, in numpy's order ---------------------------------------
+
+
+@given(seed=st.integers(0, 2**32 - 1))
+@settings(max_examples=25, deadline=None)
+def test_compiled_passes_equal_the_numpy_forms_they_replace(seed: int) -> None:
+    """The per-request loops of the split and baseline contexts (`_add_borrowed_stalls`,
+    `_all_mixed_decodes`, `_waits_s`, `_read`) give numpy's whole-array expressions bit for bit,
+    NaN-free inputs with zeros, overloads and equal values among them."""
+    rng = np.random.default_rng(seed)
+    points, requests = 7, 23
+    decode = rng.exponential(3.0, (points + 3, requests))
+    at = np.sort(rng.choice(points + 3, points, replace=False))
+    t_s, u, z = rng.uniform(0, 60, requests), rng.uniform(0, 1, requests), rng.normal(size=requests)
+    dec = rng.integers(0, 40, requests).astype(np.float64)
+    scale, stop = rng.uniform(0.5, 2.0, points), rng.uniform(0, 90, points)
+    rate, first, later = (
+        rng.exponential(0.3, points),
+        rng.exponential(0.2, points),
+        rng.exponential(0.5, points),
+    )
+    spell = np.where(rng.random(points) < 0.3, 0.0, rng.exponential(4.0, points))
+
+    # `_borrowed_stalls`
+    want = decode.copy()
+    phase = np.minimum(want[at], np.maximum(stop[:, None] - t_s[None, :] * scale[:, None], 0.0))
+    k = analytic._poisson_quantile(rate[:, None] * phase, z[None, :], u[None, :], dec[None, :])
+    held = np.minimum(1.0, 0.5 * phase / np.maximum(spell, 1e-9)[:, None])
+    want[at] += k * (first[:, None] + later[:, None] * held)
+    got = decode.copy()
+    analytic._add_borrowed_stalls(at, scale, stop, rate, first, later, spell, t_s, z, u, dec, got)
+    assert np.array_equal(got, want)
+
+    # `_all_mixed`
+    absorbed, in_period = rng.uniform(0, 40, points), rng.uniform(0, 1, points)
+    tau, end_s = rng.uniform(0.01, 0.05, points), rng.uniform(30, 120, points)
+    busy, mean_s, resid_s = (
+        rng.uniform(0, 0.95, points),
+        rng.exponential(0.3, points),
+        rng.exponential(0.2, points),
+    )
+    x, v, xfer = rng.uniform(0, 1, requests), rng.uniform(0, 1, requests), rng.exponential(0.01, requests)
+    want = decode.copy()
+    t0 = t_s[None, :] * scale[:, None]
+    before = want[at]
+    share = np.clip((t0 + before - absorbed[:, None]) / np.maximum(before, 1e-12), 0.0, 1.0)
+    share = share * (x[None, :] < in_period[:, None])
+    own = dec[None, :] * tau[:, None]
+    phase = np.minimum(share * own, np.maximum(end_s[:, None] - t0, 0.0))
+    k = analytic._poisson_quantile(
+        rate[:, None] * phase / (1.0 - busy[:, None]), z[None, :], u[None, :], dec[None, :]
+    )
+    waits = np.where(v[None, :] < busy[:, None], resid_s[:, None], 0.0) * (share > 0.0)
+    want[at] = (1.0 - share) * before + share * (xfer[None, :] + own) + k * mean_s[:, None] + waits
+    got = decode.copy()
+    per_request = (t_s, x, v, z, u, dec, xfer)
+    analytic._all_mixed_decodes(
+        at, scale, absorbed, in_period, tau, end_s, rate, busy, mean_s, resid_s, per_request, got
+    )
+    assert np.array_equal(got, want)
+
+    # `_prompt_wait_s`'s waits
+    logpw, cond = np.log(rng.uniform(1e-6, 1, points)), rng.exponential(0.5, points)
+    ok_p = rng.random(points) < 0.7
+    ok = ok_p & (rng.random(points) < 0.7)
+    excess, log1mu = rng.exponential(0.2, points), np.log1p(-u)
+    want = np.maximum(0.0, (logpw[:, None] - log1mu[None, :]) * np.where(ok_p, cond, 0.0)[:, None])
+    want = np.where(ok_p[:, None], want, 0.0) + np.where(ok[:, None], 0.0, excess[:, None] * t0)
+    got = analytic._waits_s(logpw, np.where(ok_p, cond, 0.0), log1mu, ok_p, ok, excess, t0)
+    assert np.array_equal(got, want)
+
+    # `_read` at a grid's positions
+    grid_nodes = np.cumsum(rng.exponential(1.0, 12))
+    table = rng.normal(size=12)
+    j, w = analytic._grid_position(grid_nodes, rng.uniform(-1, grid_nodes[-1] + 1, (points, requests)))
+    assert np.array_equal(analytic._read(table, j, w), table[j] + w * (table[j + 1] - table[j]))
+
+
+def test_a_replay_stopped_at_its_absorption_takes_the_rest_from_its_group() -> None:
+    """`_copy_after`: point k's entries from its done[k] on, and only those, are its group's."""
+    offsets = np.array([0, 4, 4, 9])
+    done = np.array([1, 0, 3])
+    from_offsets = np.array([10, 0, 2])
+    ttft, stall = np.full(9, -1.0), np.full(9, -2.0)
+    source_ttft, source_stall = np.arange(20.0), np.arange(20.0) + 100.0
+    analytic._copy_after(done, ttft, stall, offsets, source_ttft, source_stall, from_offsets)
+    assert ttft.tolist() == [-1.0, 11.0, 12.0, 13.0, -1.0, -1.0, -1.0, 5.0, 6.0]
+    assert stall.tolist() == [-2.0, 111.0, 112.0, 113.0, -2.0, -2.0, -2.0, 105.0, 106.0]

@@ -2062,7 +2062,7 @@ def _seen_ratio_each(nbat, deviation, excess, cv, top, grid, tau_grid, f_grid, c
     request, `_batch_over_time`), with linear reads between the batch grid's nodes."""
     out = np.empty(nbat.shape)
     last = math.nan  # the batch whose reads below are held (a point's own repeats along its row)
-    n = spread = tau = f_mean = cost = 0.0
+    n = root = size_bias = tau = f_mean = cost = 0.0
     for i in range(nbat.shape[0]):
         for r in range(nbat.shape[1]):
             nb_ = nbat[i, r]
@@ -2070,11 +2070,13 @@ def _seen_ratio_each(nbat, deviation, excess, cv, top, grid, tau_grid, f_grid, c
                 last = nb_
                 n = max(nb_, 1.0)
                 spread = nb_ * -math.expm1(-nb_)
+                root = math.sqrt(spread)  # the count's standard deviation over cv
+                size_bias = cv * cv * spread / n  # the size bias, variance / N
                 j, w = _grid_node(grid, n)
                 tau = tau_grid[j] + w * (tau_grid[j + 1] - tau_grid[j])
                 f_mean = f_grid[j] + w * (f_grid[j + 1] - f_grid[j])
                 cost = cost_grid[j] + w * (cost_grid[j + 1] - cost_grid[j])
-            seen = min(max(deviation[r] * math.sqrt(spread) + n + cv * cv * spread / n, 1.0), top)
+            seen = min(max(deviation[r] * root + n + size_bias, 1.0), top)
             k, v = _grid_node(grid, seen)
             f_seen = f_grid[k] + v * (f_grid[k + 1] - f_grid[k])
             out[i, r] = (f_seen + tau - f_mean + cost * excess[r]) / tau

@@ -2004,17 +2004,14 @@ def _batch_over_time(away_now, T, tau, taken, end_s, scale, t_s, dec, lengths, t
             smooth[g] = 0.0
         for d in lengths:
             back = max(d * tau[i] / step, 1.0)  # in probe steps
-            # the probes g whose window g + 1 − back … g + 1 starts before the trace (split off, so
-            # that the loop over the others has no branch)
-            inside = 0
-            while inside < probes and not inside + 1 - back > 0.0:
-                inside += 1
-            for g in range(inside):
-                smooth[g] += (cum[g + 1] - (g + 1 - back) * per[0]) / back  # as at the trace's start
-            for g in range(inside, probes):
-                lo = g + 1 - back  # in (0, g]: floor(lo) is a probe
-                k = math.floor(lo)
-                smooth[g] += (cum[g + 1] - (cum[k] + (lo - k) * per[k])) / back
+            for g in range(probes):
+                lo = g + 1 - back
+                if lo > 0.0:
+                    k = min(math.floor(lo), probes - 1)
+                    c_lo = cum[k] + (lo - k) * per[k]
+                else:
+                    c_lo = lo * per[0]  # before the trace: as at its start
+                smooth[g] += (cum[g + 1] - c_lo) / back
         cum2[0] = 0.0
         for g in range(probes):
             smooth[g] /= len(lengths)

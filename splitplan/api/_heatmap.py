@@ -297,6 +297,7 @@ def heatmap(
     _log.debug("%s: analytic screen of %d points in %.2f s", design.name, len(P), time.perf_counter() - t0)
     space = _space(design, pr, tr)
     evaluator = SimEvaluator(scenario, sample_size=sample_size)
+    screens = {space.name: evaluator.screen_of(batch)}  # both searches read it: no second screen
     runner = runner or Runner(jobs=jobs)
     own_store = store is None
     store = PointStore() if store is None else store
@@ -312,7 +313,9 @@ def heatmap(
                 band=band,
                 frontier=False,  # a heatmap shows every point of its grid
             )
-            outcomes.append(run_search(problem, evaluator, runner=runner, store=store, progress=progress))
+            outcomes.append(
+                run_search(problem, evaluator, runner=runner, store=store, progress=progress, screens=screens)
+            )
     finally:
         if own_store:
             store.close()

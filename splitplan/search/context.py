@@ -99,6 +99,16 @@ class SearchContext:
             self.screens[key] = self.evaluator.screen(sg.design, sg.p, sg.t, 1.0)
         return self.screens[key]
 
+    def seed_screen(self, space: DesignSpace, screen: Screen) -> None:
+        """`grid_screen`'s answer for `space`'s whole grid, evaluated by the caller (run_search's
+        `screens`): one point per grid point, in the grid's order."""
+        grid = make_grid(space.prompt_range, space.token_range, space.baseline)
+        if len(screen.margin) != grid.shape[0] * grid.shape[1]:
+            raise ValueError(
+                f"a screen of {len(screen.margin)} points for {space.name}'s grid of {grid.shape}"
+            )
+        self.screens[(space.name, space.prompt_range, space.token_range)] = screen
+
     def cached(self, space: str, stop_below_headroom: float | None = None) -> CachedEvaluator:
         """The evaluator a task of `space` uses: known verdicts served, new ones recorded; DES runs
         stop once certain to fail below `stop_below_headroom` (None: they run to the end)."""

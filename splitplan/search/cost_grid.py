@@ -268,6 +268,8 @@ def _finish(ctx: SearchContext, st: _GridState) -> tuple[DesignResult, list[Poin
                 binding=_binding_of(d, st.screen, i, by),
                 slowdown=sd,
                 latency_s=lat,
+                cost_usd_per_h=float(sg.cost[i]),
+                power_kw=float(sg.power[i]),
             )
         )
     n_des = len(st.decided)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +20,9 @@ from splitplan.errors import InputError
 from splitplan.sim.scenario import Scenario
 from splitplan.slo import SLO_KEYS, slo_margins
 from splitplan.workload.base import Workload
+
+if TYPE_CHECKING:
+    from splitplan.sim.analytic import AnalyticBatch
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -145,6 +148,11 @@ class SimEvaluator:
             rate_scale=rate_scale,
             sample_size=self.sample_size,
         )
+        return self.screen_of(batch)
+
+    def screen_of(self, batch: AnalyticBatch) -> Screen:
+        """The screen of an analytic evaluation on this scenario (a heatmap's own grid hands its
+        evaluation to the searches it runs, `run_search`'s `screens`)."""
         # the margin over every limit (slowdown and absolute latency), −inf where unstable
         slo = slo_margins(self.scenario.slo, batch.slowdown, batch.latency_s, stable=batch.stable)
         margin, binding = slo.margin, slo.binding

@@ -184,9 +184,19 @@ def point_record(
     slowdown: Mapping[str, float] | None = None,
     latency_s: Mapping[str, float] | None = None,
     des_stopped: bool = False,
+    cost_usd_per_h: float | None = None,
+    power_kw: float | None = None,
 ) -> PointRecord:
-    """The record of `prompt` × `token` instances of `design` (a baseline's token count is 0)."""
+    """The record of `prompt` × `token` instances of `design` (a baseline's token count is 0).
+
+    `cost_usd_per_h`, `power_kw`: the point's, where the caller has them from the design's own
+    methods over a whole grid (a record per point of a large grid computed them one by one at
+    twice the cost of the rest of the record)."""
     baseline = design.is_baseline
+    if cost_usd_per_h is None:
+        cost_usd_per_h = float(design.cost_usd_per_h(prompt, token))
+    if power_kw is None:
+        power_kw = float(design.power_kw(prompt, token))
     pm = design.prompt.nodes_for(prompt)
     tm = design.token.nodes_for(token)
     return PointRecord(
@@ -199,8 +209,8 @@ def point_record(
         token_machines=None if baseline else tm,
         machines=pm + (0 if baseline else tm),
         rate_rps=float(rate_rps),
-        cost_usd_per_h=float(design.cost_usd_per_h(prompt, token)),
-        power_kw=float(design.power_kw(prompt, token)),
+        cost_usd_per_h=float(cost_usd_per_h),
+        power_kw=float(power_kw),
         within_budget=bool(within_budget),
         analytic_margin=float(analytic_margin),
         des_margin=float(des_margin),

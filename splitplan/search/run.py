@@ -9,11 +9,12 @@ dimensions). Strategies share the context and never each other.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from splitplan.search.context import SearchContext
 from splitplan.search.cost_grid import solve_cost_grid
-from splitplan.search.evaluate import Evaluator, ScreenVerdicts
+from splitplan.search.evaluate import Evaluator, Screen, ScreenVerdicts
 from splitplan.search.instances import combinations, expands, merge
 from splitplan.search.objective import Engine, Method, Objective
 from splitplan.search.parallel import ProgressSink, Runner
@@ -39,8 +40,13 @@ def run_search(
     runner: Runner | None = None,
     store: PointStore | None = None,
     progress: ProgressSink | None = None,
+    screens: Mapping[str, Screen] | None = None,
 ) -> SearchOutcome:
-    """Solve `problem`; `evaluator` screens and decides points (see splitplan.search.evaluate)."""
+    """Solve `problem`; `evaluator` screens and decides points (see splitplan.search.evaluate).
+
+    `screens`: the analytic screens of whole space grids already evaluated, by space name (at
+    the target rate, in the grid's order: a heatmap's own evaluation of its grid), which the
+    search reads instead of screening those grids again."""
     t0 = time.perf_counter()
     ctx = SearchContext(
         problem=problem,
@@ -49,6 +55,9 @@ def run_search(
         store=store if store is not None else PointStore(),
         progress=progress,
     )
+    for space in problem.spaces:
+        if screens is not None and space.name in screens:
+            ctx.seed_screen(space, screens[space.name])
     results: dict[str, DesignResult] = {}
     points: list[PointRecord] = []
     try:

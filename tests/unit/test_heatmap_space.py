@@ -3,6 +3,7 @@ KV precision per pool), so `heatmap --token-tp/--token-precision` maps the desig
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from splitplan.api._heatmap import _space
@@ -29,3 +30,49 @@ def test_an_instance_design_s_space_keeps_its_instances(instances: dict[str, obj
     space = _space(d, (1, 3), (1, 3))
     assert space.design() == d
     assert (space.prompt.tps, space.token.tps) == ((d.prompt.tp,), (d.token.tp,))
+
+
+def test_a_heatmap_evaluates_its_grid_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its cost and power searches read the heatmap's own analytic evaluation of the grid
+    (run_search's `screens`) rather than screening the same grid twice more."""
+    from splitplan import api
+    from splitplan.catalog import get_model
+    from splitplan.sim import analytic
+    from splitplan.sim.scenario import Scenario
+    from splitplan.workload import make_workload
+
+    calls: list[int] = []
+    evaluate = analytic.evaluate_grid
+
+    def counted(*args: object, **kwargs: object) -> analytic.AnalyticBatch:
+        calls.append(1)
+        return evaluate(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(analytic, "evaluate_grid", counted)
+    wl = make_workload("conversation", rate_rps=20, duration_s=30, seed=0)
+    sc = Scenario(workload=wl, model=get_model("llama2-70b"))
+    h = api.heatmap(get_design("splitwise-hh"), sc, (1, 6), (1, 6), "analytic")
+    assert len(calls) == 1
+    assert h.cost_optimal is not None
+    assert h.power_optimal is not None
+
+
+def test_a_search_refuses_a_screen_of_another_grid() -> None:
+    from splitplan.search.context import SearchContext
+    from splitplan.search.evaluate import Screen
+    from splitplan.search.parallel import Runner
+    from splitplan.search.problem import SearchProblem
+    from splitplan.search.store import PointStore
+
+    space = _space(get_design("splitwise-hh"), (1, 3), (1, 4))
+    ctx = SearchContext(
+        problem=SearchProblem(spaces=(space,), rate_rps=10.0),
+        evaluator=None,  # type: ignore[arg-type]
+        runner=Runner(),
+        store=PointStore(),
+        progress=None,
+    )
+    with pytest.raises(ValueError, match="a screen of 9 points"):
+        ctx.seed_screen(space, Screen(margin=np.zeros(9), slowdown={}))
+    ctx.seed_screen(space, Screen(margin=np.zeros(12), slowdown={}))
+    assert len(ctx.screens) == 1

@@ -55,8 +55,12 @@ def run_search(
         store=store if store is not None else PointStore(),
         progress=progress,
     )
+    screens = screens or {}
+    unknown = sorted(set(screens) - {space.name for space in problem.spaces})
+    if unknown:
+        raise ValueError(f"screens of spaces the problem does not search: {', '.join(unknown)}")
     for space in problem.spaces:
-        if screens is not None and space.name in screens:
+        if space.name in screens:
             ctx.seed_screen(space, screens[space.name])
     results: dict[str, DesignResult] = {}
     points: list[PointRecord] = []

@@ -76,3 +76,14 @@ def test_a_search_refuses_a_screen_of_another_grid() -> None:
         ctx.seed_screen(space, Screen(margin=np.zeros(9), slowdown={}))
     ctx.seed_screen(space, Screen(margin=np.zeros(12), slowdown={}))
     assert len(ctx.screens) == 1
+
+
+def test_a_search_refuses_screens_of_spaces_it_does_not_search() -> None:
+    from splitplan.search import run_search
+    from splitplan.search.evaluate import Screen
+    from splitplan.search.problem import SearchProblem
+
+    space = _space(get_design("splitwise-hh"), (1, 2), (1, 2))
+    problem = SearchProblem(spaces=(space,), rate_rps=10.0)
+    with pytest.raises(ValueError, match="screens of spaces the problem does not search: other"):
+        run_search(problem, None, screens={"other": Screen(margin=np.zeros(4), slowdown={})})  # type: ignore[arg-type]

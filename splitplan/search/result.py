@@ -190,8 +190,8 @@ def point_record(
     """The record of `prompt` × `token` instances of `design` (a baseline's token count is 0).
 
     `cost_usd_per_h`, `power_kw`: the point's, where the caller has them from the design's own
-    methods over a whole grid (a record per point of a large grid computed them one by one at
-    twice the cost of the rest of the record)."""
+    methods over a whole grid (computed point by point, they cost a large grid's records as much
+    as the rest of the records)."""
     baseline = design.is_baseline
     if cost_usd_per_h is None:
         cost_usd_per_h = float(design.cost_usd_per_h(prompt, token))

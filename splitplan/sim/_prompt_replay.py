@@ -30,7 +30,7 @@ import math
 import numba as nb
 import numpy as np
 
-from splitplan.sim.des.engine import _tree_new, _tree_set, _tree_set_to_root
+from splitplan.sim.des.engine import _tree_new, _tree_set
 from splitplan.sim.des.run import MIN_ITERATION_S
 
 INF = math.inf
@@ -279,19 +279,19 @@ def _mixed(
                     q_len[m] -= 1
                     if q_len[m] == 0:
                         q_sum[m] = 0.0
-                    _tree_set_to_root(
-                        done_v, done_i, 0, size, m, q_end[m, q_head[m]] if q_len[m] > 0 else INF
+                    _tree_set(
+                        done_v, done_i, 0, size, m, q_end[m, q_head[m]] if q_len[m] > 0 else INF, to_root=True
                     )
-                    _tree_set_to_root(pend_v, pend_i, 0, size, m, q_sum[m])
+                    _tree_set(pend_v, pend_i, 0, size, m, q_sum[m], to_root=True)
                 while absorbed_at == INF and back_v[1] <= x:
                     m = back_i[1]
                     idle = max(drain_end[m], last_end[m], own_end[m])
                     if idle > back_v[1]:  # its key was set when it was borrowed: a lower bound
-                        _tree_set_to_root(back_v, back_i, 0, size, m, idle)
+                        _tree_set(back_v, back_i, 0, size, m, idle, to_root=True)
                         continue
                     away_s += idle - since[m]
-                    _tree_set_to_root(pend_v, pend_i, 0, size, m, INF)
-                    _tree_set_to_root(back_v, back_i, 0, size, m, INF)
+                    _tree_set(pend_v, pend_i, 0, size, m, INF, to_root=True)
+                    _tree_set(back_v, back_i, 0, size, m, INF, to_root=True)
                     own[m] = -1
                     spare[n_spare] = m
                     n_spare += 1
@@ -345,10 +345,10 @@ def _mixed(
             q_len[best] += 1
             q_sum[best] += p
             if q_len[best] == 1:
-                _tree_set_to_root(done_v, done_i, 0, size, best, end)
-        _tree_set_to_root(pend_v, pend_i, 0, size, best, q_sum[best])
+                _tree_set(done_v, done_i, 0, size, best, end, to_root=True)
+        _tree_set(pend_v, pend_i, 0, size, best, q_sum[best], to_root=True)
         if absorbed_at == INF and back_v[size + best] == INF:  # (later prompts only push it back)
-            _tree_set_to_root(back_v, back_i, 0, size, best, max(drain_end[best], end, own_end[best]))
+            _tree_set(back_v, back_i, 0, size, best, max(drain_end[best], end, own_end[best]), to_root=True)
     if absorbed_at < INF:
         away_now[g:] = machines
     stop = min(end_s, absorbed_at)

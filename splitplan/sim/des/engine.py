@@ -108,9 +108,13 @@ def _tree_new(n_trees, size):
 
 
 @nb.njit(cache=True)
-def _tree_set(v, ix, off, size, j, value):
+def _tree_set(v, ix, off, size, j, value, to_root=False):
     # leaf j := value; climb while the winner of a node changes (left wins ties: lowest index).
     # A tree is a function of its leaves, so a leaf set to the value it holds changes nothing.
+    # `to_root`: recompute every node up to the root without that check (the same tree). Where
+    # an update changes the winner most of the way up, as in the mixed-pool replay's trees of a
+    # few levels (`_prompt_replay._mixed`), skipping the check made that replay 18 % faster; on
+    # the DES's trees of thousands of machines, where most updates stop early, it cost 2–3 %.
     node = size + j
     if v[off + node] == value:
         return
@@ -125,36 +129,10 @@ def _tree_set(v, ix, off, size, j, value):
             nv = v[lc + 1]
             ni = ix[lc + 1]
         o = off + node
-        if v[o] == nv and ix[o] == ni:
+        if not to_root and v[o] == nv and ix[o] == ni:
             break
         v[o] = nv
         ix[o] = ni
-        node >>= 1
-
-
-@nb.njit(cache=True)
-def _tree_set_to_root(v, ix, off, size, j, value):
-    # `_tree_set` without its check for an unchanged winner: every node up to the root is
-    # recomputed (the same tree: it is a function of its leaves). Where an update changes the
-    # winner most of the way up, as in the mixed-pool replay's trees of a few levels
-    # (`_prompt_replay._mixed`), skipping the check made that replay 18 % faster; on the DES's
-    # trees of thousands of machines, where most updates stop early, it cost 2–3 %.
-    node = size + j
-    if v[off + node] == value:
-        return
-    v[off + node] = value
-    node >>= 1
-    while node >= 1:
-        lc = off + 2 * node
-        left = v[lc]
-        right = v[lc + 1]
-        o = off + node
-        if left <= right:
-            v[o] = left
-            ix[o] = ix[lc]
-        else:
-            v[o] = right
-            ix[o] = ix[lc + 1]
         node >>= 1
 
 

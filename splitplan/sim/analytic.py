@@ -2070,14 +2070,21 @@ def _seen_ratio_each(nbat, deviation, excess, cv, top, grid, tau_grid, f_grid, c
                 root = math.sqrt(spread)  # the count's standard deviation over cv
                 size_bias = cv * cv * spread / n  # the size bias, variance / N
                 j, w = _grid_node(grid, n)
-                tau = tau_grid[j] + w * (tau_grid[j + 1] - tau_grid[j])
-                f_mean = f_grid[j] + w * (f_grid[j + 1] - f_grid[j])
-                cost = cost_grid[j] + w * (cost_grid[j + 1] - cost_grid[j])
+                tau = _lerp(tau_grid, j, w)
+                f_mean = _lerp(f_grid, j, w)
+                cost = _lerp(cost_grid, j, w)
             seen = min(max(deviation[r] * root + n + size_bias, 1.0), top)
             k, v = _grid_node(grid, seen)
-            f_seen = f_grid[k] + v * (f_grid[k + 1] - f_grid[k])
+            f_seen = _lerp(f_grid, k, v)
             out[i, r] = (f_seen + tau - f_mean + cost * excess[r]) / tau
     return out
+
+
+@nb.njit(cache=True, inline="always")
+def _lerp(table: FloatArray, j: int, w: float) -> float:
+    """A table on a grid, read between node j and the next at weight w towards it (`_grid_node`):
+    the one linear read of every compiled pass over the batch grids."""
+    return table[j] + w * (table[j + 1] - table[j])
 
 
 def _read(table: FloatArray, j: IntArray, w: FloatArray) -> FloatArray:
@@ -2092,8 +2099,7 @@ def _read_flat(table: FloatArray, j: IntArray, w: FloatArray) -> FloatArray:
     twelfth of a baseline grid's evaluation)."""
     out = np.empty(len(j))
     for c in range(len(j)):
-        below = table[j[c]]
-        out[c] = below + w[c] * (table[j[c] + 1] - below)
+        out[c] = _lerp(table, j[c], w[c])
     return out
 
 
@@ -2586,11 +2592,11 @@ def _march_kernel(
             h_before = t_grid[p, max(i - 1, 1)] - t_grid[p, max(i - 2, 0)]
             mid = min(max(nb + 0.5 * h / h_before * (nb - prev), 0.0), cap[p])
             j, w = _grid_node(grid, mid)
-            tau = tau_grid[j] + w * (tau_grid[j + 1] - tau_grid[j])
+            tau = _lerp(tau_grid, j, w)
             if prompts:
                 lam = mass[p, i - 1] / h
-                mix = mix_grid[j] + w * (mix_grid[j + 1] - mix_grid[j])
-                join = join_grid[j] + w * (join_grid[j + 1] - join_grid[j])
+                mix = _lerp(mix_grid, j, w)
+                join = _lerp(join_grid, j, w)
                 joined = min(join / max(mid, 1e-9), 1.0) if mid > 1e-9 else 1.0
                 rate = lam * joined + (1.0 - min(lam * mix, 1.0)) / tau
             else:

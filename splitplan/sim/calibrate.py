@@ -79,6 +79,7 @@ import math
 import os
 import sys
 import time
+import zipfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
@@ -693,12 +694,21 @@ def load_set(path: Path) -> DesSet:
         raise SplitplanError(
             f"{path}: no such DES set (the calibrate module's generate and holdout --out commands write one)"
         )
-    with np.load(path) as z:
-        meta = json.loads(str(z["meta"]))
-        arrays = {k: z[k] for k in z.files if k != "meta"}
-    cases = [Case(**c) for c in meta.pop("cases")]
-    stored = meta.pop("fingerprint")
-    s = DesSet(cases=cases, meta=meta, **arrays)
+    try:
+        # the file is ours to close: numpy leaves its own handle open on a damaged archive
+        with open(path, "rb") as fh, np.load(fh) as z:
+            meta = json.loads(str(z["meta"]))
+            arrays = {k: z[k] for k in z.files if k != "meta"}
+        cases = [Case(**c) for c in meta.pop("cases")]
+        stored = meta.pop("fingerprint")
+        s = DesSet(cases=cases, meta=meta, **arrays)
+    except OSError as e:  # unreadable: the system's reason
+        raise SplitplanError(f"{path}: cannot read it ({e.strerror or e})") from None
+    except (ValueError, KeyError, TypeError, AttributeError, zipfile.BadZipFile):
+        # another file, an npz of other arrays or a damaged one: what it is not, not numpy's words
+        raise SplitplanError(
+            f"{path}: not a DES set (the calibrate module's generate and holdout --out commands write one)"
+        ) from None
     if s.fingerprint != stored:
         raise SplitplanError(f"{path}: contents do not match the stored fingerprint")
     return s
@@ -1204,6 +1214,13 @@ def rerun(s: DesSet, shift: int, jobs: int = 2) -> tuple[DesSet, list[int]]:
     queueing can reach against one of them (the module doc, `reproducibility`)."""
     from joblib import Parallel, delayed
 
+    negative = [i for i, case in enumerate(s.cases) if case.seed + shift < 0]
+    if negative:
+        i = negative[0]
+        raise InputError(
+            f"--shift {shift}: case {i}'s workload seed {s.cases[i].seed} would become negative "
+            f"({len(negative)} case(s)); seeds are whole numbers ≥ 0"
+        )
     tasks = []
     for i, case in enumerate(s.cases):
         at = np.flatnonzero(s.case == i)
@@ -1811,6 +1828,14 @@ def _whole(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
 
 
+def _non_negative(text: str) -> int:
+    """An argparse type: a whole number ≥ 0 (a seed; numpy's generators take no negative one)."""
+    n = _whole(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {n}")
+    return n
+
+
 def _at_least_one(text: str) -> int:
     """An argparse type: a whole number ≥ 1 (a bad one is refused with one line and exit 2)."""
     n = _whole(text)
@@ -1877,7 +1902,9 @@ def main(argv: list[str] | None = None) -> int:
         help="the evaluator's sample (default: its own, 501)",
     )
     h = sub.add_parser("holdout", help="draw a fresh held-out set from another seed and score it")
-    h.add_argument("--seed", type=_whole, required=True, help="the draw's seed (not the training set's)")
+    h.add_argument(
+        "--seed", type=_non_negative, required=True, help="the draw's seed (not the training set's)"
+    )
     h.add_argument("--cases", type=_at_least_one, default=VALIDATION_CASES)
     h.add_argument("--jobs", type=_jobs, default=2)
     h.add_argument("--out", type=Path, default=None, help="store the set (npz), for score --file")
@@ -1887,7 +1914,7 @@ def main(argv: list[str] | None = None) -> int:
         "--set", choices=("training", "validation", "both"), default=None, help="default: validation"
     )
     r.add_argument(
-        "--shift", type=int, nargs="+", default=[1], help="workload seed offsets of the other realizations"
+        "--shift", type=_whole, nargs="+", default=[1], help="workload seed offsets of the other realizations"
     )
     r.add_argument("--jobs", type=_jobs, default=2)
     r.add_argument("--file", type=Path, default=None, help="a set stored by holdout --out instead")

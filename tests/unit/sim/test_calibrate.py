@@ -97,6 +97,36 @@ def test_fingerprint_detects_a_changed_verdict(tmp_path) -> None:
         cal.load_set(path)
 
 
+@pytest.mark.parametrize("kind", ["text", "other arrays", "truncated", "plain array"])
+def test_a_file_that_is_not_a_des_set_is_one_line_and_exit_2(tmp_path, capsys, kind: str) -> None:
+    path = tmp_path / "s.npz"
+    if kind == "text":
+        path.write_text("prompt,token\n1,2\n")
+    elif kind == "other arrays":
+        np.savez(path, meets=np.ones(3, bool))
+    elif kind == "truncated":
+        path.write_bytes((cal.sim_data_dir() / cal.VALIDATION_FILE).read_bytes()[:2000])
+    else:
+        with open(path, "wb") as fh:
+            np.save(fh, np.arange(3))
+    with pytest.raises(SplitplanError, match="not a DES set"):
+        cal.load_set(path)
+    assert cal.main(["score", "--file", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"{path}: not a DES set" in err
+
+
+def test_a_negative_seed_is_refused_before_any_run(capsys) -> None:
+    with pytest.raises(SystemExit) as stop:
+        cal.main(["holdout", "--seed", "-3", "--jobs", "1"])
+    assert stop.value.code == 2
+    assert "argument --seed: must be at least 0, got -3" in capsys.readouterr().err
+    s = _slice(cal.load_set(cal.sim_data_dir() / cal.VALIDATION_FILE), [0])
+    with pytest.raises(SplitplanError, match="would become negative"):
+        cal.rerun(s, -(s.cases[0].seed + 1), jobs=1)
+
+
 def test_probe_scoring_equals_the_full_scan_on_monotone_rows() -> None:
     s = cal.load_set(cal.sim_data_dir() / cal.VALIDATION_FILE)
     cases = list(range(0, len(s.cases), max(1, len(s.cases) // 6)))

@@ -4,7 +4,7 @@
     python -m splitplan.sim.calibrate fit [--write] [--rounds 2]
     python -m splitplan.sim.calibrate fit-chunked [--write]
     python -m splitplan.sim.calibrate score [--set training|validation|both | --file F [F …]] [--misses]
-        [--breakdown] [--sample-size N]
+        [--breakdown] [--sample-size N] [--sample-draws K]
     python -m splitplan.sim.calibrate settle [--set training|validation|both] [--jobs 2]
     python -m splitplan.sim.calibrate reproducibility [--set training|validation|both | --file F]
         [--shift 1 2 …] [--breakdown]
@@ -795,19 +795,34 @@ class Score:
 _BUILT: dict[object, Any] = {}
 
 
-def _built(case: Case):
+def _built(case: Case, sample_draw: int = 0):
+    """(Design, Scenario) of the case, built once. `sample_draw` k > 0: the same workload with the
+    scenario's seed + k, which only the evaluator's request sample reads (the DES's runs are
+    stored): another draw of that sample, for `score --sample-draws`."""
     key = hash(case)
     if key not in _BUILT:
         _BUILT[key] = case.build()
-    return _BUILT[key]
+    if not sample_draw:
+        return _BUILT[key]
+    drawn = (key, sample_draw)
+    if drawn not in _BUILT:
+        design, sc = _BUILT[key]
+        _BUILT[drawn] = (design, replace(sc, seed=sc.seed + sample_draw))
+    return _BUILT[drawn]
 
 
 def _case_evaluation(
-    s: DesSet, i: int, calibration=None, *, probe: bool = False, sample_size: int | None = None
+    s: DesSet,
+    i: int,
+    calibration=None,
+    *,
+    probe: bool = False,
+    sample_size: int | None = None,
+    sample_draw: int = 0,
 ) -> tuple[np.ndarray, dict[int, int | bool], Any]:
     """`case_predictions`, and last the evaluator's batch: the case's DES points first (in the
     set's order), then the points of its row scans."""
-    design, sc = _built(s.cases[i])
+    design, sc = _built(s.cases[i], sample_draw)
     sel = s.case == i
     P = s.prompt[sel].astype(np.int64)
     T = s.token[sel].astype(np.int64)
@@ -853,7 +868,13 @@ def _case_evaluation(
 
 
 def case_predictions(
-    s: DesSet, i: int, calibration=None, *, probe: bool = False, sample_size: int | None = None
+    s: DesSet,
+    i: int,
+    calibration=None,
+    *,
+    probe: bool = False,
+    sample_size: int | None = None,
+    sample_draw: int = 0,
 ) -> tuple[np.ndarray, dict[int, int | bool]]:
     """The evaluator's verdicts at case i's DES points, and per walked row its frontier.
 
@@ -861,19 +882,30 @@ def case_predictions(
     DES's frontier f exactly when it fails at f − 2 and meets at f + 1 (its verdict is monotone in
     the pool size), so two points decide the row and the row's value is that boolean. Used by the
     fit, where each candidate calibration scores the whole set. `sample_size`: the evaluator's
-    sample (None: its default), as in every scoring function here.
+    sample (None: its default), as in every scoring function here; `sample_draw` k > 0: another
+    draw of it (`_built`).
     """
-    pts, fronts, _ = _case_evaluation(s, i, calibration, probe=probe, sample_size=sample_size)
+    pts, fronts, _ = _case_evaluation(
+        s, i, calibration, probe=probe, sample_size=sample_size, sample_draw=sample_draw
+    )
     return pts, fronts
 
 
 def score(
-    s: DesSet, calibration=None, *, probe: bool = False, cases=None, sample_size: int | None = None
+    s: DesSet,
+    calibration=None,
+    *,
+    probe: bool = False,
+    cases=None,
+    sample_size: int | None = None,
+    sample_draw: int = 0,
 ) -> Score:
     """Agreement of the evaluator (with `calibration`) with the DES on the set (or some cases)."""
 
     def predict(i: int) -> tuple[np.ndarray, dict[int, int | bool]]:
-        return case_predictions(s, i, calibration, probe=probe, sample_size=sample_size)
+        return case_predictions(
+            s, i, calibration, probe=probe, sample_size=sample_size, sample_draw=sample_draw
+        )
 
     return _agreement(s, predict, probe=probe, cases=cases)
 
@@ -1755,11 +1787,19 @@ def _unwritable(path: Path) -> str | None:
 
 
 def _print_score(
-    name: str, ds: DesSet, calibration, listing: bool, breaking: bool = False, sample_size: int | None = None
-) -> tuple[Score, Breakdown | None]:
+    name: str,
+    ds: DesSet,
+    calibration,
+    listing: bool,
+    breaking: bool = False,
+    sample_size: int | None = None,
+    draws: int = 1,
+) -> tuple[Score, Breakdown | None, list[Score]]:
     """`score`'s lines for one set: the scores, the baselines' TTFT error, (`listing`) the rows
-    more than one machine off and (`breaking`) where the two part (`Breakdown`). Returns the
-    score and the breakdown (None unless `breaking`), for a pooled line over several sets."""
+    more than one machine off, (`breaking`) where the two part (`Breakdown`) and, with `draws` >
+    1, the scores at further draws of the evaluator's request sample and their spread. Returns
+    the score, the breakdown (None unless `breaking`) and the scores at every draw (the first is
+    the score), for pooled lines over several sets."""
     if breaking:
         sc, parts = score_with_breakdown(ds, calibration, sample_size=sample_size)
     else:
@@ -1774,21 +1814,50 @@ def _print_score(
             print(f"{'':<13}{miss.line()}")
     for line in parts.lines() if parts is not None else ():
         print(f"{'':<11} {line}")
-    return sc, parts
+    each = [sc]
+    for k in range(1, draws):
+        each.append(score(ds, calibration, sample_size=sample_size, sample_draw=k))
+        print(f"{'':<11} sample draw {k:<2}", each[-1].line())
+    if draws > 1:
+        print(f"{'':<11} {_spread_line(each)}")
+    return sc, parts, each
+
+
+def _spread_line(scores: Sequence[Score]) -> str:
+    """The range of the scores over draws of the evaluator's request sample: how far its own
+    sampling moves them (the DES's runs are the same in every draw)."""
+
+    def span(attr: str) -> str:
+        got = [getattr(sc, attr) for sc in scores]
+        return f"{min(got):.1%}–{max(got):.1%}"
+
+    return (
+        f"over {len(scores)} draws of the evaluator's sample: verdicts {span('agreement')}, "
+        f"rows within one {span('frontier_within_one')}, cases {span('cases_frontier_ok')}"
+    )
 
 
 def _print_pooled(
-    files: list[Path], calibration, listing: bool, breaking: bool, sample_size: int | None = None
+    files: list[Path],
+    calibration,
+    listing: bool,
+    breaking: bool,
+    sample_size: int | None = None,
+    draws: int = 1,
 ) -> None:
     """`score --file F …`: each stored set's lines, then with several, their pooled score (and
-    breakdown)."""
-    got = [_print_score(f.name, load_set(f), calibration, listing, breaking, sample_size) for f in files]
+    breakdown, and with `draws` > 1 the pooled scores' spread over the draws)."""
+    got = [
+        _print_score(f.name, load_set(f), calibration, listing, breaking, sample_size, draws) for f in files
+    ]
     if len(got) < 2:
         return
-    print(f"pooled over {len(got)} sets:", pooled([sc for sc, _ in got]).line())
+    print(f"pooled over {len(got)} sets:", pooled([sc for sc, _, _ in got]).line())
     if breaking:
-        for line in merged([b for _, b in got if b is not None]).lines():
+        for line in merged([b for _, b, _ in got if b is not None]).lines():
             print(f"{'':<11} {line}")
+    if draws > 1:
+        print(f"{'':<11} {_spread_line([pooled([each[k] for _, _, each in got]) for k in range(draws)])}")
 
 
 def _print_reproducibility(
@@ -1901,6 +1970,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="the evaluator's sample (default: its own, 501)",
     )
+    s.add_argument(
+        "--sample-draws",
+        type=_at_least_one,
+        default=1,
+        help="score again at further draws of the evaluator's request sample and give the spread",
+    )
     h = sub.add_parser("holdout", help="draw a fresh held-out set from another seed and score it")
     h.add_argument(
         "--seed", type=_non_negative, required=True, help="the draw's seed (not the training set's)"
@@ -1986,7 +2061,9 @@ def _run(args: argparse.Namespace) -> int:
         print("error: --file and --set each name the sets to use: give one", file=sys.stderr)
         return 2
     if args.cmd == "score" and args.file is not None:
-        _print_pooled(args.file, CALIBRATION, args.misses, args.breakdown, args.sample_size)
+        _print_pooled(
+            args.file, CALIBRATION, args.misses, args.breakdown, args.sample_size, args.sample_draws
+        )
         return 0
     if args.cmd == "reproducibility":
         if 0 in args.shift or len(set(args.shift)) != len(args.shift):
@@ -2002,7 +2079,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.cmd == "score":
         for name, ds in (("training", train), ("validation", val)):
             if (args.set or "both") in (name, "both"):
-                _print_score(name, ds, CALIBRATION, args.misses, args.breakdown, args.sample_size)
+                _print_score(
+                    name, ds, CALIBRATION, args.misses, args.breakdown, args.sample_size, args.sample_draws
+                )
         return 0
     if args.cmd == "reproducibility":
         for name, ds in (("training", train), ("validation", val)):

@@ -596,3 +596,40 @@ def test_score_takes_the_evaluators_sample_size_everywhere_it_evaluates(tmp_path
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "--sample-size: must be at least 10, got 9" in err
+
+
+def test_score_gives_the_spread_over_draws_of_the_evaluators_sample(tmp_path, capsys) -> None:
+    """`score --sample-draws K` scores again at K − 1 further draws of the evaluator's request
+    sample (the scenario's seed + k, the same workload and the same stored DES runs) and prints
+    each and their range; pooled over several files too. K < 1 is refused in one line."""
+    s = _validation_slice([0, 3, 4])
+    design, sc = cal._built(s.cases[0])
+    drawn = cal._built(s.cases[0], 2)
+    assert drawn[0] is design
+    assert drawn[1].workload is sc.workload
+    assert drawn[1].seed == sc.seed + 2
+    draws = [cal.score(s, sample_draw=k) for k in range(3)]
+    assert draws[0] == cal.score(s)
+    assert len({(d.agreement, d.frontier_within_one) for d in draws}) > 1  # the sample moves them
+    path = tmp_path / "s.npz"
+    cal.save_set(s, path)
+    assert cal.main(["score", "--file", str(path), str(path), "--sample-draws", "3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith(draws[0].line())
+    assert out[2].endswith(draws[1].line())
+    assert "sample draw 2" in out[3]
+    assert out[3].endswith(draws[2].line())
+
+    def span(attr: str) -> str:
+        got = [getattr(d, attr) for d in draws]
+        return f"{min(got):.1%}–{max(got):.1%}"
+
+    assert out[4].strip() == (
+        f"over 3 draws of the evaluator's sample: verdicts {span('agreement')}, "
+        f"rows within one {span('frontier_within_one')}, cases {span('cases_frontier_ok')}"
+    )
+    assert out[-1].strip() == out[4].strip()  # the same set twice pools to the same shares
+    with pytest.raises(SystemExit) as stop:
+        cal.main(["score", "--file", str(path), "--sample-draws", "0"])
+    assert stop.value.code == 2
+    assert "--sample-draws: must be at least 1, got 0" in capsys.readouterr().err

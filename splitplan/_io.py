@@ -18,15 +18,31 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from splitplan.errors import InputError
+from splitplan.errors import InputError, redact
 
 # A temp file of a killed writer older than this is stale (a live writer renames its file long before).
 STALE_TEMP_S = 3600.0
 _TMP_SUFFIX = ".tmp"
 
 
+# a URL given where a local path is expected (also as a path collapses it: s3://x → s3:/x); a
+# one-letter scheme is a Windows drive (C:/…), not a URL
+_URL_LIKE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
+
+
+def refuse_url(path: str | Path, option: str) -> None:
+    """Refuse a URL where splitplan reads or writes a local file or folder: one InputError line,
+    the URL's password (if any) not repeated. Without it `s3://host/x` would be read as, or
+    written to, a local folder named `s3:`."""
+    if _URL_LIKE.match(str(path)):
+        raise InputError(
+            f"{option}: {redact(str(path))} is a URL; splitplan reads and writes local files only"
+        )
+
+
 def read_text_file(path: str | Path, what: str) -> str:
     """The UTF-8 text of a user-supplied file; any reason it cannot be read is one InputError line."""
+    refuse_url(path, what)
     p = Path(path)
     try:
         raw = p.read_bytes()
@@ -49,6 +65,7 @@ def check_output_path(path: str | Path, option: str, suffixes: tuple[str, ...] =
     target = Path(path)
     if not str(path) or target.name in ("", ".", ".."):
         raise InputError(f"{option} needs a file name, got {str(path)!r}")
+    refuse_url(path, option)
     parent = target.parent if str(target.parent) else Path(".")
     if not parent.exists():
         raise InputError(f"{option}: folder {parent} does not exist")
@@ -68,6 +85,32 @@ def check_output_path(path: str | Path, option: str, suffixes: tuple[str, ...] =
     if _is_virtual_fs(parent):
         raise InputError(f"{option}: {parent} is a system folder, not a place for output files")
     return target
+
+
+def check_output_folder(folder: str | Path, option: str) -> Path:
+    """A folder to write output files into (created if need be), checked before any work: not a
+    URL (which would become a local folder `s3:`, its password in the name), not a file, and not
+    below one. Returns it as a Path; raises InputError naming `option`."""
+    refuse_url(folder, option)
+    d = Path(folder)
+    if d.exists() and not d.is_dir():
+        raise InputError(f"{option}: {d} is a file, not a folder")
+    for above in d.parents:
+        if above.exists():
+            if not above.is_dir():
+                raise InputError(f"{option}: {above} is a file, not a folder")
+            if not os.access(above, os.W_OK | os.X_OK):
+                raise InputError(f"{option}: folder {above} is not writable")
+            break
+    return d
+
+
+def make_output_folder(folder: Path, option: str) -> None:
+    """Create `folder` (and its parents): a failure is one InputError line naming `option`."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{option}: cannot create folder {folder}: {exc.strerror or exc}") from None
 
 
 def _is_virtual_fs(folder: Path) -> bool:

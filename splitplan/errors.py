@@ -14,6 +14,21 @@ other SplitplanError into one line on stderr and exit code 2.
 
 from __future__ import annotations
 
+import re
+
+# a URL's credentials: scheme://user:password@ — also as a path collapses it (scheme:/user:password@)
+_CREDENTIALS = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*:/{1,2}[^\s/@:'\"]*):[^\s/@'\"]*@")
+
+
+def redact(text: str) -> str:
+    """`text` with the password of every URL in it replaced by ***.
+
+    Why here, below every layer: a storage URL or a path typed as a URL can carry a password, and
+    any message, log line or output that repeats what the user gave must not repeat that. Every
+    place that shows a user's value (the CLI's error line, logs, files that record the options)
+    passes it through this one rule."""
+    return _CREDENTIALS.sub(r"\g<head>:***@", text)
+
 
 class SplitplanError(Exception):
     """Base of every error splitplan raises on purpose."""

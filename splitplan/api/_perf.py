@@ -123,6 +123,11 @@ def perf_fit(
         raise InputError(f"`cv` must be 'group', got {cv!r}")
     if not name or "/" in name or name.startswith(".") or name == "analytic":
         raise InputError(f"stack name {name!r} is not allowed (a plain file name other than 'analytic')")
+    from splitplan._io import check_output_folder
+
+    # `out` is a catalog folder: a file, a path below a file or a URL is refused before the fit
+    check_output_folder(out, "`out`")
+    check_output_folder(Path(out) / "perf", "`out`")
     opts = FitOptions(
         source=source,
         tensor_parallel=tensor_parallel,

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from splitplan._io import write_text_atomic
+from splitplan._io import check_output_folder, make_output_folder, refuse_url, write_text_atomic
 from splitplan.api._heatmap import heatmap
 from splitplan.api._search import SearchRequest, search
 from splitplan.api._simulate import WorkloadRequest, build_scenario
@@ -111,11 +111,15 @@ class Comparison:
         }
 
 
+_DEFAULT_MODELS = ("bloom-176b", "llama2-70b")  # quick runs the first
+QUICK_DURATION_S = 60.0  # quick runs at most this long (the default 120 s is cut to it)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReproduceRequest:
     out_dir: str | Path = "reproduce-report"
     quick: bool = False
-    models: tuple[str, ...] = ("bloom-176b", "llama2-70b")
+    models: tuple[str, ...] = _DEFAULT_MODELS
     assumptions: tuple[str, ...] = ("compat", "splitplan")
     rate_rps: float = 70.0
     duration_s: float = 120.0
@@ -138,12 +142,35 @@ class ReproduceRequest:
                 raise InputError(f"unknown assumptions {a!r} (expected compat or splitplan)")
         if not self.assumptions or not self.models:
             raise InputError("reproduce needs at least one model and one set of assumptions")
-        for m in self.models:
-            get_model(m)
-        if not (self.duration_s > 0 and self.rate_rps > 0):
-            raise InputError("duration and rate must be positive")
+        for name, items in (
+            ("models", self.models),
+            ("assumptions", self.assumptions),
+            ("sections", self.sections),
+        ):
+            twice = sorted({x for x in items if items.count(x) > 1})
+            if twice:  # the same runs twice over, and their notes and files
+                raise InputError(f"{name} names {', '.join(map(repr, twice))} more than once")
+        if self.quick and len(self.models) > 1 and self.models != _DEFAULT_MODELS:
+            raise InputError(f"quick runs one model ({self.models[0]}); give one model or drop quick")
+        from splitplan.perf.memory import kv_capacity_bytes
+
+        for m in self.models[:1] if self.quick else self.models:
+            spec = get_model(m)
+            # before any run: a model the paper's machines cannot hold fails every figure
+            for design in map(get_design, PAPER_DESIGNS):
+                kv_capacity_bytes(spec, design.prompt)
+                kv_capacity_bytes(spec, design.token)
+        if not (math.isfinite(self.duration_s) and self.duration_s > 0):
+            raise InputError(f"duration must be positive and finite, got {self.duration_s!r}")
+        if not (math.isfinite(self.rate_rps) and self.rate_rps > 0):
+            raise InputError(f"rate must be positive and finite, got {self.rate_rps!r}")
+        if not (isinstance(self.seed, int) and self.seed >= 0):
+            raise InputError(f"seed must be an integer ≥ 0, got {self.seed!r}")
         if not (isinstance(self.jobs, int) and self.jobs >= 1):
             raise InputError(f"jobs must be an integer ≥ 1, got {self.jobs!r}")
+        if not str(self.out_dir):
+            raise InputError("out_dir needs a folder name, got ''")
+        refuse_url(self.out_dir, "out_dir")
 
 
 @dataclass(slots=True)
@@ -253,18 +280,15 @@ def reproduce(
     searches and heatmaps (each forecasts its own, see search.run), so a step shows its own ETA.
     """
     t0 = time.perf_counter()
-    out = Path(req.out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create output folder {out}: {exc.strerror or exc}") from None
+    out = check_output_folder(req.out_dir, "out_dir")
+    make_output_folder(out, "out_dir")
     report = ReproduceReport()
     assumptions = list(req.assumptions)
     if "compat" in assumptions and not (shared_dir() / "reference" / "splitwise-sim").is_dir():
         assumptions.remove("compat")
         report.notes.append("../shared/reference/splitwise-sim not found: compat runs skipped")
     models = req.models[:1] if req.quick else req.models
-    duration = min(req.duration_s, 60.0) if req.quick else req.duration_s
+    duration = min(req.duration_s, QUICK_DURATION_S) if req.quick else req.duration_s
     say = progress or (lambda _msg: None)
     for model in models:
         for assume in assumptions:

@@ -19,11 +19,11 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from splitplan._io import write_text_atomic
+from splitplan._io import read_text_file, write_text_atomic
 from splitplan._version import __version__
 from splitplan.api._search import SearchRequest
 from splitplan.api._simulate import WorkloadRequest
-from splitplan.errors import InputError
+from splitplan.errors import InputError, redact
 from splitplan.sim.config import config_perf
 from splitplan.slo import SloSpec, load_slo
 from splitplan.workload.presets import PRESETS
@@ -112,6 +112,8 @@ def request_document(req: SearchRequest, *, hash_files: bool = True) -> dict[str
             v = _abs(v)
         if isinstance(v, Enum):
             v = v.value  # the request parses the value back into its enum
+        if f.name in ("scheduler", "storage") and v is not None:
+            v = redact(v)  # also the metadata of `--out` files: never a URL's password
         search[f.name] = list(v) if isinstance(v, tuple) else v
     wl = req.workload
     workload = {f.name: getattr(wl, f.name) for f in fields(WorkloadRequest)}
@@ -135,8 +137,26 @@ def request_document(req: SearchRequest, *, hash_files: bool = True) -> dict[str
     }
 
 
+def check_savable(req: SearchRequest) -> None:
+    """Refuse saving a request whose storage URL or scheduler address carries a password: the
+    file would hold it in clear, and a masked one could not be replayed. Checked before the search
+    runs, so a long search does not end in a request that cannot be written."""
+    if req.scheduler is not None and redact(req.scheduler) != req.scheduler:
+        raise InputError(
+            "cannot save the request: `scheduler` carries a password, which the request file would "
+            "hold; a Dask scheduler address takes none (tcp://HOST:PORT)"
+        )
+    if req.storage is not None and redact(req.storage) != req.storage:
+        raise InputError(
+            "cannot save the request: the `storage` URL carries a password, which the request file "
+            "would hold; drop it from the URL and give it to the database client instead (for "
+            "PostgreSQL the PGPASSWORD environment variable or ~/.pgpass, for MySQL an option file)"
+        )
+
+
 def request_toml(req: SearchRequest) -> str:
     """The TOML text of `req` (inputs absolute, SLOs inline, input files hashed)."""
+    check_savable(req)
     doc = request_document(req)
     out = [
         "# A splitplan search request. Replay it exactly: splitplan search --request THIS_FILE",
@@ -180,10 +200,9 @@ def _fill(
 def load_request(path: str | Path) -> SearchRequest:
     """The SearchRequest saved in `path`; refuses input files that changed since."""
     p = Path(path)
+    text = read_text_file(p, "request")  # unreadable, not UTF-8 or a URL: one line
     try:
-        doc = tomllib.loads(p.read_text())
-    except OSError as exc:
-        raise InputError(f"cannot read request {p}: {exc.strerror or exc}") from None
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"request {p} is not valid TOML: {exc}") from None
     if doc.get("kind") != REQUEST_KIND:

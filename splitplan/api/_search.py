@@ -9,7 +9,7 @@ from pathlib import Path
 from splitplan.api._simulate import WorkloadRequest, build_scenario
 from splitplan.api._validate import apply_named_caps, check_search_request, check_spaces, space_size
 from splitplan.design import CHUNKED_DESIGNS, SEARCH_DESIGNS
-from splitplan.errors import InputError
+from splitplan.errors import InputError, redact
 from splitplan.search import (
     DesignSpace,
     Evaluator,
@@ -170,7 +170,31 @@ class SearchRequest:
         mm = self.max_machines
         if mm is not None and (isinstance(mm, bool) or not isinstance(mm, int) or mm < 1):
             raise InputError(f"`max_machines` must be a whole number ≥ 1, got {mm!r}")
+        if self.engine is Engine.ANALYTIC:
+            _check_no_des_runs(self)  # first: whatever their values, the options do nothing here
         check_execution(self.jobs, self.backend, self.scheduler)
+
+
+def _check_no_des_runs(req: SearchRequest) -> None:
+    """The analytic engine screens every point in this process and runs no DES, so the options
+    that say where DES runs go (`jobs`, `backend`, `scheduler`) would be silently ignored: refused,
+    whether the command line or a saved request gives them."""
+    why = "`engine` analytic runs none (use `engine` hybrid or des to run them)"
+    if req.backend == "dask" or req.scheduler is not None:
+        raise InputError(f"`backend` dask and `scheduler` send DES runs to a Dask cluster; {why}")
+    jobs = req.jobs
+    if isinstance(jobs, int) and not isinstance(jobs, bool) and (jobs > 1 or jobs == -1):
+        raise InputError(f"`jobs` runs DES points in parallel; {why}")  # others: check_execution's line
+
+
+def uses_trials(req: SearchRequest, spaces: tuple[DesignSpace, ...]) -> bool:
+    """Whether any of `spaces` is searched with Optuna, the only method that takes `trials`
+    (`method` auto searches spaces of up to two dimensions on an exhaustive grid): tells a caller
+    that set `trials` whether it takes effect."""
+    from splitplan.search.run import uses_optuna
+
+    problem = SearchProblem(spaces=spaces, method=req.method, engine=req.engine)
+    return any(uses_optuna(problem, s) for s in spaces)
 
 
 def _instance_options(req: SearchRequest, which: str) -> dict[str, tuple]:
@@ -266,7 +290,7 @@ def build_spaces(req: SearchRequest, notes: list[str] | None = None) -> tuple[De
             "(`token_tp`, `token_precision` and `token_kv_precision` are for Splitwise designs)"
         )
     spaces_t = apply_named_caps(tuple(spaces), req)
-    check_spaces(spaces_t)
+    check_spaces(spaces_t, max_machines=req.max_machines)
     return spaces_t
 
 
@@ -392,7 +416,7 @@ def search(
             outcome = run_search(problem, ev, runner=runner, store=store, progress=progress)
             answer = store.record_answer(problem, outcome.points, board)
             if answer is not None and store.location is not None:
-                where = store.location.optuna_spelling
+                where = redact(store.location.optuna_spelling)  # notes reach the JSON output
                 notes.append(f"the decided points are Optuna study {answer} in {where}")
     finally:
         if board is not None:

@@ -51,6 +51,8 @@ def build_scenario(
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise InputError(f"`seed` must be a whole number ≥ 0, got {seed!r}")
     sim = load_config(config, **({} if chunk_tokens is None else {"chunk_tokens": chunk_tokens}))
+    if perf is not None and not str(perf).strip():  # an empty value is a mistake, not the default
+        raise InputError("`perf` is empty: give analytic, a stack name, a stack file or a profile CSV")
     perf_source = perf or config_perf(config) or DEFAULT_STACK
     resolve_perf(perf_source)  # a clear error now for an unknown name or a missing file
     if wr.trace is not None:

@@ -116,11 +116,17 @@ def trace_stats(path: str | Path, *, skip_bad_rows: bool = False) -> TraceStats:
 def trace_convert(src: str | Path, out: str | Path, *, skip_bad_rows: bool = False) -> TraceWritten:
     """Any readable trace rewritten in the reference simulator's format."""
     _check_out(out, "OUT")
-    if Path(src).resolve() == Path(out).resolve():
-        raise InputError(f"IN and OUT are the same file {out}; write the converted trace elsewhere")
+    _refuse_same_file(src, out, "IN", "OUT")
     read = scan_trace(src, skip_bad_rows=skip_bad_rows)
     write_trace(read.workload, out)
     return TraceWritten(path=str(out), stats=workload_stats(read.workload, bad_rows=read.bad_rows))
+
+
+def _refuse_same_file(src: str | Path, out: str | Path, src_option: str, out_option: str) -> None:
+    """A trace read from one file and written to the same one would be overwritten as it is
+    read: refused (a preset name is no file)."""
+    if Path(src).is_file() and Path(src).resolve() == Path(out).resolve():
+        raise InputError(f"{src_option} and {out_option} are the same file {out}; write the trace elsewhere")
 
 
 def _check_out(out: str | Path, option: str) -> None:
@@ -147,6 +153,7 @@ def trace_generate(
     then be an Azure-format CSV path (sizes drawn from its columns); seed and arrival do not apply.
     """
     _check_out(out, "`out`")
+    _refuse_same_file(workload, out, "`workload`", "`out`")
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise InputError(f"`seed` must be a whole number ≥ 0, got {seed!r}")
     if recipe is not None:
@@ -168,6 +175,10 @@ def trace_generate(
             arrival=arrival,
             cv=cv,
             seed=seed,
+        )
+    if seed != 0 and wl.meta.get("arrival") == "replay":
+        raise InputError(
+            "`seed` has no effect: the trace's own timestamps and sizes are replayed as they are"
         )
     write_trace(wl, out)
     return TraceWritten(path=str(out), stats=workload_stats(wl))

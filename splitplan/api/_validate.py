@@ -1,7 +1,8 @@
 """Checks of a search request at the boundary, before any work: every option takes effect exactly as
 given or is refused with one line naming it.
 
-- Count ranges are honoured exactly: a range beyond `--max-machines` is a conflict, not clipped.
+- Count ranges are honoured exactly: a range beyond `--max-machines` is a conflict, not clipped,
+  and `--max-machines` with every range given is refused (it tops only the ranges not given).
 - `--token-range` and `--token-power-cap` need a design with a token pool.
 - Budgets are positive finite numbers.
 - Power caps given without custom pools apply to the named designs (a named design is a starting
@@ -54,6 +55,12 @@ def check_search_request(req: SearchRequest) -> None:
         custom and any(n.lower().startswith("baseline") for n in req.designs) and not req.token_gpus
     )
     has_split = (custom and not custom_baseline) or not all(kinds)
+    if mm is not None and req.prompt_range is not None and (req.token_range is not None or not has_split):
+        given = "`prompt_range` and `token_range` are" if req.token_range is not None else "`prompt_range` is"
+        raise InputError(
+            f"`max_machines` tops the count ranges that are not given, and {given} given: "
+            "it would have no effect; give one or the other"
+        )
     for name, r in (("prompt_range", req.prompt_range), ("token_range", req.token_range)):
         if r is None:
             continue
@@ -122,16 +129,17 @@ def space_size(space: DesignSpace) -> float:
     return float(counts * gpus)
 
 
-def check_spaces(spaces: tuple[DesignSpace, ...]) -> None:
+def check_spaces(spaces: tuple[DesignSpace, ...], *, max_machines: int | None = None) -> None:
+    """Refuse a space too large to enumerate, naming what sized it: the ranges, or `max_machines`
+    (which tops every range not given, so a huge value would size a grid of that many counts)."""
+    fix = "narrow `prompt_range`/`token_range`" + ("" if max_machines is None else " or lower `max_machines`")
     for s in spaces:
         n = (s.prompt_range[1] - s.prompt_range[0] + 1) * (
             1 if s.baseline else s.token_range[1] - s.token_range[0] + 1
         )
         if n > MAX_GRID_POINTS:
-            raise InputError(
-                f"{s.name}: {n:,} (prompt, token) configurations; at most {MAX_GRID_POINTS:,} per design "
-                "(narrow `prompt_range`/`token_range`)"
-            )
+            what = "machine counts" if s.baseline else "(prompt, token) configurations"
+            raise InputError(f"{s.name}: {n:,} {what}; at most {MAX_GRID_POINTS:,} per design ({fix})")
 
 
 def grid_points(spaces: tuple[DesignSpace, ...]) -> float:

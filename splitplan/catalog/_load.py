@@ -18,8 +18,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from splitplan._io import read_text_file, refuse_url
 from splitplan._paths import data_dir
-from splitplan.errors import CatalogError
+from splitplan.errors import CatalogError, InputError
 
 SCHEMA_VERSION = 1
 CATALOG_ENV = "SPLITPLAN_CATALOG"
@@ -44,27 +45,48 @@ def register_cache(fn: Callable[..., Any]) -> Callable[..., Any]:
 def user_catalog_dirs() -> tuple[Path, ...]:
     """User catalog folders, in override order (later wins): `$SPLITPLAN_CATALOG`, a list joined
     with the OS path separator. Each may hold gpus.toml, machines.toml, models.toml and a `perf/`
-    folder of performance-model stacks, in the shipped schema."""
+    folder of performance-model stacks, in the shipped schema.
+
+    Each folder is checked as `--catalog` checks its own (a missing folder, a file or a folder with
+    none of those files is one CatalogError line naming the variable): a mistyped variable would
+    otherwise be ignored and every result computed from the shipped catalog alone."""
     value = os.environ.get(CATALOG_ENV, "")
-    return tuple(Path(p) for p in value.split(os.pathsep) if p.strip())
+    dirs = tuple(Path(p) for p in value.split(os.pathsep) if p.strip())
+    for d in dirs:
+        _check_folder(d, f"${CATALOG_ENV}")
+    return dirs
 
 
-def use_user_catalogs(dirs: list[Path] | tuple[Path, ...]) -> tuple[Path, ...]:
+def _check_folder(d: Path, option: str) -> None:
+    """A user catalog folder exists, is a folder and holds some catalog file or `perf/`."""
+    try:
+        refuse_url(d, option)
+    except InputError as exc:
+        raise CatalogError(str(exc)) from None
+    if not d.exists():
+        raise CatalogError(
+            f"{option}: catalog folder {d} does not exist (give a folder of gpus/machines/models.toml)"
+        )
+    if not d.is_dir():
+        raise CatalogError(
+            f"{option}: {d} is a file, not a folder (give a folder of gpus/machines/models.toml)"
+        )
+    if not any((d / f"{k}s.toml").is_file() for k in KINDS) and not (d / "perf").is_dir():
+        raise CatalogError(
+            f"{option}: catalog folder {d} has none of gpus.toml, machines.toml, models.toml or perf/"
+        )
+
+
+def use_user_catalogs(dirs: list[Path] | tuple[Path, ...], option: str = "--catalog") -> tuple[Path, ...]:
     """Add catalog folders (after those of `$SPLITPLAN_CATALOG`); returns every folder in use.
+    `option` is how the caller's user named them, for the error line.
 
     The environment variable carries them, so worker processes load the same catalog.
     """
     added = []
     for d in dirs:
         p = Path(d).expanduser()
-        if not p.is_dir():
-            raise CatalogError(
-                f"catalog folder {d} does not exist (give a folder of gpus/machines/models.toml)"
-            )
-        if not any((p / f"{k}s.toml").is_file() for k in KINDS) and not (p / "perf").is_dir():
-            raise CatalogError(
-                f"catalog folder {d} has none of gpus.toml, machines.toml, models.toml or perf/"
-            )
+        _check_folder(p, option)
         added.append(str(p.resolve()))
     current = [str(p) for p in user_catalog_dirs()]
     os.environ[CATALOG_ENV] = os.pathsep.join(current + [a for a in added if a not in current])
@@ -105,11 +127,13 @@ def _merged(kind: str, dirs: tuple[Path, ...]) -> tuple[dict[str, dict[str, Any]
 
 def _read(path: Path, kind: str) -> dict[str, dict[str, Any]]:
     try:
-        doc = tomllib.loads(path.read_text())
+        text = read_text_file(path, "catalog file")  # unreadable or not UTF-8: one line
+    except InputError as exc:
+        raise CatalogError(str(exc)) from None
+    try:
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(f"catalog file {path}: {exc} (a name given twice, or not TOML)") from None
-    except OSError as exc:
-        raise CatalogError(f"cannot read catalog file {path}: {exc}") from None
     if doc.get("schema_version") != SCHEMA_VERSION:
         raise CatalogError(f"{path}: schema_version must be {SCHEMA_VERSION}")
     extra = sorted(set(doc) - {"schema_version", kind})

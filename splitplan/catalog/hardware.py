@@ -243,6 +243,7 @@ def get_machine_type(name: str) -> MachineType:
             raise CatalogError(f"unknown machine or GPU {name!r} (known: {', '.join(known)})")
         key = by_gpu[0]
     entry = dict(table[key])
+    load_table("gpu")  # a GPU file that cannot be read is its own error, not this machine's
     try:
         gpu = get_gpu(str(entry.pop("gpu")))
     except CatalogError as exc:

@@ -18,7 +18,7 @@ from splitplan._version import __version__
 from splitplan.cli._common import forget_interrupt_line, interrupt_line_said
 from splitplan.errors import INTERRUPTED_EXIT as INTERRUPTED
 from splitplan.errors import NOTHING_WRITTEN_LINE as _NOTHING_WRITTEN
-from splitplan.errors import InfeasibleError, SplitplanError
+from splitplan.errors import InfeasibleError, SplitplanError, redact
 
 app = typer.Typer(
     name="splitplan",
@@ -136,6 +136,8 @@ def _tidy_metavars(cmd: object) -> None:
     for p in getattr(cmd, "params", []):
         if getattr(p, "is_flag", False) and getattr(p, "metavar", None) is None:
             p.metavar = ""
+        if getattr(p, "count", False):  # -v, -vv: a counted flag takes no value either
+            p.metavar = ""
     help_option = getattr(cmd, "get_help_option", None)
     if help_option is not None:  # --help is made per context, not kept in `params`
 
@@ -157,6 +159,39 @@ def _command() -> Any:
         _tidy_metavars(cmd)
         _BUILT.append(cmd)
     return _BUILT[0]  # type: ignore[return-value]
+
+
+def _repeated_option(args: list[str]) -> str | None:
+    """The first single-valued option given twice on the line (its name), else None.
+
+    click keeps the last of `--design a --design b` and drops the first without a word; a user who
+    typed both meant something the run would not do, so the line is refused instead. Repeatable
+    options (`--model`, `--catalog`), flags and counted flags may repeat."""
+    cmd: Any = _command()
+    words = iter(args)
+    seen: dict[str, int] = {}
+    for word in words:
+        if word == "--":
+            break
+        sub = getattr(cmd, "commands", {}).get(word)
+        if sub is not None and not seen:  # a (sub)command: its own options from here on
+            cmd = sub
+            continue
+        name = word.split("=", 1)[0]
+        param = next((p for p in getattr(cmd, "params", []) if name in (*p.opts, *p.secondary_opts)), None)
+        if param is None or not getattr(param, "opts", None):
+            continue
+        if getattr(param, "is_flag", False) or getattr(param, "count", False):
+            continue
+        if "=" not in word:
+            next(words, None)  # its value, which may look like anything
+        if getattr(param, "multiple", False):
+            continue
+        key = param.opts[0]
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] > 1:
+            return name
+    return None
 
 
 def _interrupted_by(exc: BaseException) -> bool:
@@ -192,6 +227,10 @@ def _main(argv: list[str] | None) -> int:
     forget_interrupt_line()
     try:
         args = _catalog_first(list(sys.argv[1:] if argv is None else argv))
+        twice = _repeated_option(args)
+        if twice is not None:
+            print(f"splitplan: error: {twice} is given more than once; give it once", file=sys.stderr)
+            return 2
         rv = _command().main(args=args, prog_name="splitplan", standalone_mode=False)
         _unless_said(rv)
         if isinstance(rv, int):  # a command's own exit code (e.g. 130 after Ctrl-C kept partial work)
@@ -203,24 +242,24 @@ def _main(argv: list[str] | None) -> int:
         print(_NOTHING_WRITTEN, file=sys.stderr)
         return INTERRUPTED
     except click_exceptions.NoArgsIsHelpError as exc:
-        print(exc.format_message() if hasattr(exc, "format_message") else "", file=sys.stderr)
+        print(redact(exc.format_message()) if hasattr(exc, "format_message") else "", file=sys.stderr)
         return 2
     except click_exceptions.UsageError as exc:
         # a choice's refusal reads "…: Value error, 'x' is not one of …": the words add nothing
         msg = exc.format_message().replace("Value error, ", "")
-        print(f"splitplan: error: {msg}", file=sys.stderr)
+        print(f"splitplan: error: {redact(msg)}", file=sys.stderr)
         return 2
     except click_exceptions.ClickException as exc:
-        print(f"splitplan: error: {exc.format_message()}", file=sys.stderr)
+        print(f"splitplan: error: {redact(exc.format_message())}", file=sys.stderr)
         return exc.exit_code
     except InfeasibleError as exc:
-        print(f"splitplan: {exc}", file=sys.stderr)
+        print(f"splitplan: {redact(str(exc))}", file=sys.stderr)
         return 0
     except SplitplanError as exc:
         from splitplan.cli._parse import params_as_flags
 
         # library messages name parameters (`max_machines`); a CLI user typed --max-machines
-        print(f"splitplan: error: {params_as_flags(_one_line(exc))}", file=sys.stderr)
+        print(f"splitplan: error: {redact(params_as_flags(_one_line(exc)))}", file=sys.stderr)
         return 2
     except MemoryError:
         print(

@@ -66,6 +66,17 @@ def refuse_with_trace(ctx: typer.Context, trace: str | None) -> None:
         raise InputError(f"--trace replays a file as is; {', '.join(clash)} cannot be combined with it")
 
 
+def refuse_unused_seed(ctx: typer.Context, trace: str | None, scenario: Any, engine: str) -> None:
+    """`--seed` draws a generated workload's arrivals and sizes and the analytic evaluator's request
+    sample. A replayed trace (`--trace`, or a trace file given without a rate) draws neither, and
+    the DES draws nothing: there the seed would change nothing, so it is refused, not ignored."""
+    replayed = trace is not None or scenario.workload.meta.get("arrival") == "replay"
+    if given(ctx, "seed") and replayed and engine == "des":
+        from splitplan.errors import InputError
+
+        raise InputError("--seed has no effect here: the trace is replayed as is and the DES draws nothing")
+
+
 def check_outputs(*items: tuple[str, Path | None, tuple[str, ...]]) -> None:
     """Every output path checked before any work (see splitplan._io.check_output_path)."""
     from splitplan._io import check_output_path

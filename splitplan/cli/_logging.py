@@ -25,7 +25,9 @@ STATE = _State()
 
 class _Format(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        msg = record.getMessage()
+        from splitplan.errors import redact
+
+        msg = redact(record.getMessage())  # a log line never repeats a URL's password
         if record.levelno >= logging.WARNING:
             return f"splitplan: {record.levelname.lower()}: {msg}"
         if record.levelno <= logging.DEBUG:

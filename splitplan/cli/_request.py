@@ -34,9 +34,11 @@ def _explicit(ctx: Any) -> list[Any]:
 
 def replay_request(ctx: Any, cli_req: Any, request: Path) -> Any:
     """The saved request, with the execution options given on this command line."""
+    from splitplan._io import refuse_url
     from splitplan.api._request import EXECUTION_FIELDS, load_request, with_execution
     from splitplan.errors import InputError
 
+    refuse_url(request, "--request")  # named as the user typed it (the library says `request`)
     given = _explicit(ctx)
     refused = [p.opts[0] for p in given if p.name not in _REPLAY_OK]
     if refused:

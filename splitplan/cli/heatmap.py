@@ -79,18 +79,22 @@ def heatmap_command(
     from splitplan.api._heatmap import MAX_POINTS
     from splitplan.api._memory import check_requests_memory, expected_requests, parse_memory
     from splitplan.api._simulate import resolve_design
-    from splitplan.cli._common import check_outputs, given, print_json, refuse_with_trace, scenario_of_options
+    from splitplan.cli._common import (
+        check_outputs,
+        given,
+        print_json,
+        refuse_unused_seed,
+        refuse_with_trace,
+        scenario_of_options,
+    )
     from splitplan.cli._parse import library_errors_as_flags, parse_range
     from splitplan.errors import InputError
 
     pr = parse_range(prompt_range, "--prompt-range")
     tr = parse_range(token_range, "--token-range")
-    from splitplan.report.plot import check_dpi
+    from splitplan.report.plot import check_plot_dpi
 
-    if dpi is not None:
-        if plot is None:
-            raise InputError("--dpi applies to --plot; give --plot FILE too")
-        check_dpi(dpi, name="--dpi")
+    check_plot_dpi(dpi, plot)
     points = (pr[1] - pr[0] + 1) * (tr[1] - tr[0] + 1)
     if points > MAX_POINTS:
         raise InputError(f"the grid has {points:,} points; at most {MAX_POINTS:,} are allowed")
@@ -139,6 +143,7 @@ def heatmap_command(
             des_jobs=des_jobs,
             grid_points=points,
         )
+        refuse_unused_seed(ctx, trace, scenario, engine)
         progress.describe(f"{engine}, {points} points")
         result = api.heatmap(
             d, scenario, pr, tr, engine, sample_size=sample_size, jobs=jobs, band=band, progress=progress

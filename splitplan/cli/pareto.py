@@ -49,16 +49,13 @@ def pareto_command(
     from splitplan.cli._parse import library_errors_as_flags
     from splitplan.errors import InputError
     from splitplan.report.pareto import plot_pareto
-    from splitplan.report.plot import check_dpi, plot_format
+    from splitplan.report.plot import check_plot_dpi, plot_format
     from splitplan.search import Engine, Objective
     from splitplan.search.objective import parse_enum
 
     if plot is not None:
         plot_format(plot)
-    if dpi is not None:
-        if plot is None:
-            raise InputError("--dpi applies to --plot; give --plot FILE too")
-        check_dpi(dpi, name="--dpi")
+    check_plot_dpi(dpi, plot)
     search_opts = {
         "--design": design,
         "--workload": workload,
@@ -83,19 +80,26 @@ def pareto_command(
             fronts = api.pareto(source)
         where = source.name
     else:
+        # an option not given takes the search's default; one given (0 included) goes to the
+        # request as typed, so its checks refuse `--jobs 0` or `--rate 0` as `search` does
+        def value(given_value: Any, default: Any) -> Any:
+            return default if given_value is None else given_value
+
         with library_errors_as_flags():
             req = api.SearchRequest(
                 designs=tuple(design or ()),
                 workload=api.WorkloadRequest(
-                    workload=workload or "coding", rate_rps=rate or 70.0, duration_s=duration or 120.0
+                    workload=value(workload, "coding"),
+                    rate_rps=value(rate, 70.0),
+                    duration_s=value(duration, 120.0),
                 ),
-                model=model or "llama2-70b",
-                objective=parse_enum(Objective, objective or "cost", "--objective"),
+                model=value(model, "llama2-70b"),
+                objective=parse_enum(Objective, value(objective, "cost"), "--objective"),
                 budget=budget,
                 max_machines=max_machines,
-                engine=parse_enum(Engine, engine or "hybrid", "--engine"),
-                seed=seed or 0,
-                jobs=jobs or 1,
+                engine=parse_enum(Engine, value(engine, "hybrid"), "--engine"),
+                seed=value(seed, 0),
+                jobs=value(jobs, 1),
             )
             from splitplan.cli._progress import StepProgress
 

@@ -54,9 +54,11 @@ def check_command(
 ) -> None:
     """MAPE (percent) of the performance model per (model, hardware, TP, precision, phase) group."""
     from splitplan import api
+    from splitplan._io import refuse_url
     from splitplan.cli._common import console, print_json
     from splitplan.errors import InputError
 
+    refuse_url(profile, "--profile")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:  # before the table is read
         raise InputError(f"--seed must be a whole number ≥ 0, got {seed!r}")
     tp = tensor_parallel
@@ -156,9 +158,11 @@ def fit_command(
 ) -> None:
     """Fit a named stack (--name) or the analytic model's coefficients per GPU type, and save it."""
     from splitplan import api
+    from splitplan._io import refuse_url
     from splitplan.cli._common import print_json
     from splitplan.errors import InputError
 
+    refuse_url(profile, "--profile")
     stack_only = (source, no_host_overhead, knee, sequence_overhead, refine, cv, description)
     if name is None and any(stack_only):
         raise InputError(
@@ -171,7 +175,8 @@ def fit_command(
         result = api.perf_fit(
             profile,
             out,
-            tensor_parallel=tensor_parallel if (name or tensor_parallel) else 8,
+            # absent: 8 for the analytic fit; given (0 too), the library checks it
+            tensor_parallel=tensor_parallel if (name or tensor_parallel is not None) else 8,
             name=name,
             source=source,
             host_overhead=not no_host_overhead,

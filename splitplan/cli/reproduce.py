@@ -9,10 +9,13 @@ import typer
 
 
 def reproduce_command(
-    out: Annotated[Path, typer.Option("--out", help="Folder for report.md, report.json and plots.")] = Path(
+    ctx: typer.Context,
+    out: Annotated[str, typer.Option("--out", help="Folder for report.md, report.json and plots.")] = (
         "reproduce-report"
     ),
-    quick: Annotated[bool, typer.Option(help="Reduced run: BLOOM-176B, Fig. 12 and Fig. 18, 60 s.")] = False,
+    quick: Annotated[
+        bool, typer.Option(help="Reduced run: one model (BLOOM-176B), Fig. 12 and Fig. 18, 60 s at most.")
+    ] = False,
     model: Annotated[list[str] | None, typer.Option(metavar="MODEL", help="Model (repeatable).")] = None,
     assumptions: Annotated[
         list[str] | None,
@@ -36,10 +39,24 @@ def reproduce_command(
 ) -> None:
     """Re-derive the Splitwise paper's evaluation and print it beside the paper's figures."""
     from splitplan import api
-    from splitplan.cli._common import print_json
+    from splitplan.api._reproduce import QUICK_DURATION_S
+    from splitplan.cli._common import given, print_json
+    from splitplan.errors import InputError
 
+    if quick and given(ctx, "duration") and duration > QUICK_DURATION_S:
+        raise InputError(
+            f"--quick runs {QUICK_DURATION_S:g} s at most; give --duration ≤ {QUICK_DURATION_S:g} "
+            "or drop --quick"
+        )
+    if not out:
+        raise InputError("--out needs a folder name, got ''")
+    if quick and model and len(model) > 1:
+        raise InputError(f"--quick runs one model; give one --model (got {len(model)})")
+    from splitplan._io import check_output_folder
+
+    check_output_folder(out, "--out")
     req = api.ReproduceRequest(
-        out_dir=out,
+        out_dir=Path(out),
         quick=quick,
         models=tuple(model or ("bloom-176b", "llama2-70b")),
         assumptions=tuple(assumptions or ("compat", "splitplan")),

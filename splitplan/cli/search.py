@@ -139,7 +139,8 @@ def search_command(
     from splitplan._io import partial_path
     from splitplan.api._memory import check_memory, estimate_bytes, expected_requests, parse_memory
     from splitplan.api._plan import check_plan_path
-    from splitplan.api._search import build_spaces
+    from splitplan.api._request import check_savable
+    from splitplan.api._search import build_spaces, uses_trials
     from splitplan.api._simulate import WorkloadRequest
     from splitplan.api._validate import grid_points
     from splitplan.cli._common import check_outputs, console, given, print_json, wide
@@ -150,7 +151,7 @@ def search_command(
         parse_name_list,
         parse_range,
     )
-    from splitplan.errors import InputError
+    from splitplan.errors import InputError, redact
     from splitplan.report.render import search_summary, search_table
     from splitplan.report.tables import points_table, write_parquet_atomic
     from splitplan.search import Engine, Method, Objective, SearchInterrupted
@@ -225,6 +226,13 @@ def search_command(
         if request is not None:
             req = replay_request(ctx, req, request)
         spaces = build_spaces(req)  # validates every option before any work
+        if save_request is not None:
+            check_savable(req)  # before the search: its end would otherwise find it cannot be saved
+    if given(ctx, "trials") and not uses_trials(req, spaces):
+        raise InputError(
+            "--trials applies to Optuna searches; --method auto searches these designs on a grid "
+            "(at most two dimensions each), where every point is evaluated"
+        )
     n = expected_requests(rate, duration)
     if n is not None:
         des_jobs = 0 if engine == "analytic" else max(1, jobs if jobs > 0 else (os.cpu_count() or 1))
@@ -267,7 +275,7 @@ def search_command(
             write_parquet_atomic(points_table(exc.points, partial=True, context=_context(req), **meta), part)
             kept.append(f"{len(exc.points)} evaluated points written to {part}")
         if storage is not None:
-            kept.append(f"finished DES runs kept in {storage}; rerun the same command to resume")
+            kept.append(f"finished DES runs kept in {redact(storage)}; rerun the same command to resume")
         msg = "; ".join(kept) if kept else "nothing was kept (use --storage to make searches resumable)"
         line = f"splitplan: search interrupted after {exc.des_evaluations} DES runs — {msg}"
         raise interrupted(line) from None

@@ -80,6 +80,7 @@ def simulate_command(
         check_outputs,
         given,
         print_json,
+        refuse_unused_seed,
         refuse_with_trace,
         scenario_of_options,
     )
@@ -135,6 +136,7 @@ def simulate_command(
             what="simulating",
             des_jobs=des_jobs,
         )
+        refuse_unused_seed(ctx, trace, scenario, engine)
         bar.describe(f"{engine}, {scenario.workload.n:,} requests on {cfg.label}")
         result = api.simulate(cfg, scenario, engine)
     if requests_out is not None:

@@ -50,6 +50,9 @@ def resolve_perf(perf: str | Path) -> tuple[str, object]:
     s = str(perf)
     if s == "analytic":
         return "analytic", None
+    from splitplan._io import refuse_url
+
+    refuse_url(s, "`perf`")  # else read as a local path, the URL's password in the error line
     p = Path(s)
     if p.suffix.lower() == ".csv":
         if not p.is_file():

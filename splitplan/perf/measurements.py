@@ -104,12 +104,9 @@ def _sha256(path: Path) -> str:
 def read_measurements(path: str | Path) -> Measurements:
     """Read a profile-schema or measurement-schema CSV (told apart by its header)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read measurements {p}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"measurements {p} is not UTF-8 text (byte {exc.start})") from None
+    from splitplan._io import read_text_file
+
+    text = read_text_file(p, "measurements")  # unreadable, not UTF-8 or a URL: one line
     rows = list(csv.reader(text.splitlines()))
     if not rows or not rows[0]:
         raise InputError(f"measurements {p} is empty")

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from splitplan._io import write_text_atomic
+from splitplan._io import check_output_folder, make_output_folder, read_text_file, write_text_atomic
 from splitplan._paths import data_dir
 from splitplan.catalog._load import register_cache, user_catalog_dirs
 from splitplan.errors import InputError
@@ -122,17 +122,31 @@ def _params_from(d: object, where: str, base: dict[str, float] | None = None) ->
 @register_cache  # a --catalog folder's stack may replace a file read before (catalog.clear_caches)
 @cache
 def load_stack_file(path: str) -> Stack:
+    """A stack file, checked as the catalog files are: its `schema_version` must be the one this
+    version writes (another would be read with the wrong meaning), and [params] must give every
+    parameter (a file written by `perf fit` does; one missing would silently take its datasheet
+    default and mix it into a fit). [refine] tables give only what differs from [params]."""
     p = Path(path)
+    text = read_text_file(p, "stack file")
     try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read stack file {p}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"stack file {p} is not UTF-8 text (byte {exc.start})") from None
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"stack file {p} is not valid TOML: {exc}") from None
     if "params" not in doc:
         raise InputError(f"{p} is not a stack file (no [params] table)")
+    version = doc.get("schema_version")
+    if isinstance(version, bool) or version != STACK_SCHEMA_VERSION:
+        raise InputError(
+            f"stack file {p}: schema_version must be {STACK_SCHEMA_VERSION}, got {version!r} "
+            "(refit the stack with the command in its provenance)"
+        )
+    if isinstance(doc["params"], dict):
+        missing = [k for k in StackParams.names() if k not in doc["params"]]
+        if missing:
+            raise InputError(
+                f"stack file {p} [params]: missing {', '.join(missing)} "
+                "(a stack gives every parameter; refit it with the command in its provenance)"
+            )
     name = str(doc.get("name", p.stem))
     params = _params_from(doc["params"], f"{p} [params]")
     refine: dict[tuple[str, str], StackParams] = {}
@@ -198,9 +212,11 @@ def load_stack(name_or_path: str | Path) -> Stack:
 
 
 def save_stack(stack: Stack, out_dir: str | Path) -> Path:
-    """Write `stack` as <out_dir>/perf/<name>.toml (where --catalog out_dir finds it), atomically."""
-    path = Path(out_dir) / "perf" / f"{stack.name}.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write `stack` as <out_dir>/perf/<name>.toml (where --catalog out_dir finds it), atomically.
+    `out_dir` is the `out` of `perf_fit`, checked there before the fit and again here."""
+    perf_dir = check_output_folder(Path(out_dir) / "perf", "`out`")
+    path = perf_dir / f"{stack.name}.toml"
+    make_output_folder(perf_dir, "`out`")
     write_text_atomic(path, stack.to_toml())
     return path
 

@@ -44,6 +44,21 @@ def check_dpi(dpi: object, *, name: str = "dpi") -> int:
     return dpi
 
 
+def check_plot_dpi(
+    dpi: object, plot: str | Path | None, *, name: str = "--dpi", plot_name: str = "--plot"
+) -> None:
+    """A resolution given for a plot (the CLI's `--dpi` beside `--plot`): it needs the plot, a value
+    in range, and a raster figure. A .svg or .pdf figure is vector and would ignore it, so it is
+    refused there rather than dropped."""
+    if dpi is None:
+        return
+    if plot is None:
+        raise InputError(f"{name} applies to {plot_name}; give {plot_name} FILE too")
+    check_dpi(dpi, name=name)
+    if plot_format(plot) != "png":
+        raise InputError(f"{name} sets a PNG's resolution; {Path(plot).name} is a vector figure")
+
+
 def row_scale(
     slowdown: Mapping[str, npt.NDArray[np.float64]], limits: Mapping[str, float], metric: str
 ) -> tuple[float, float]:

@@ -6,12 +6,13 @@ never single points, and workers are top-level functions, so everything pickles.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from splitplan.errors import InputError
+from splitplan.errors import InputError, redact
 
 
 class ProgressSink(Protocol):
@@ -44,6 +45,43 @@ def check_execution(jobs: object, backend: object, scheduler: object) -> None:
         raise InputError(f"`backend` must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if backend == "dask" and not scheduler:
         raise InputError("`backend` dask needs `scheduler` (an address such as tcp://host:8786)")
+    if scheduler is not None:
+        check_scheduler(scheduler)
+
+
+# the protocols a Dask scheduler listens on; a bare HOST:PORT is tcp, as Dask reads it
+SCHEDULER_PROTOCOLS = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
+_HOST_PORT = re.compile(r"(?:\[[0-9A-Fa-f:.%]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})")
+
+
+def check_scheduler(address: object) -> None:
+    """A Dask scheduler address, checked before any work: Dask itself only parses it when the
+    first DES task is sent, minutes into a search, and then fails with a traceback.
+
+    An address with user info (tcp://user:password@host:port) is refused without repeating it:
+    Dask addresses take no credentials (a secured cluster uses tls:// and certificates), so the
+    password could only end up in messages and saved requests."""
+    example = "an address such as tcp://HOST:PORT (e.g. tcp://127.0.0.1:8786)"
+    if not isinstance(address, str) or not address.strip():
+        raise InputError(f"`scheduler` must be a Dask scheduler address: {example}, got {address!r}")
+    if "@" in address:
+        raise InputError(
+            "`scheduler`: a Dask scheduler address takes no user name or password "
+            f"(user@ or user:password@); give {example}"
+        )
+    protocol, sep, location = address.partition("://")
+    if not sep:
+        protocol, location = "tcp", address
+    if protocol not in SCHEDULER_PROTOCOLS:
+        raise InputError(
+            f"`scheduler` {address!r}: unknown protocol {protocol!r} "
+            f"(one of {', '.join(SCHEDULER_PROTOCOLS)}); give {example}"
+        )
+    if protocol == "inproc":  # in-process clusters (tests): inproc://HOST/PID/N, no port
+        return
+    m = _HOST_PORT.fullmatch(location)
+    if m is None or not 1 <= int(m["port"]) <= 65535:
+        raise InputError(f"`scheduler` {address!r} is not a Dask scheduler address: give {example}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,8 +194,10 @@ class Runner:
 
         try:
             client = Client(self.scheduler, timeout=30)
-        except OSError as exc:
-            raise InputError(f"cannot reach the Dask scheduler at {self.scheduler}: {exc}") from None
+        except (OSError, ValueError, TypeError) as exc:  # unreachable, refused, or an address Dask rejects
+            first = (str(exc).splitlines() or [type(exc).__name__])[0]
+            msg = f"cannot reach the Dask scheduler at {self.scheduler}: {first}"
+            raise InputError(redact(msg)) from None
         try:
             with joblib.parallel_config(backend="dask"):
                 yield

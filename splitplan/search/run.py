@@ -66,13 +66,10 @@ def run_search(
     points: list[PointRecord] = []
     try:
         expanded = {s.name: combinations(s) for s in problem.spaces if expands(problem, s)}
+        bayes_spaces = [s for s in problem.spaces if uses_optuna(problem, s)]
+        by_optuna = {s.name for s in bayes_spaces}
         grid_spaces = [
-            sub
-            for s in problem.spaces
-            for sub in expanded.get(s.name, [s] if problem.method_for(s) is Method.GRID else [])
-        ]
-        bayes_spaces = [
-            s for s in problem.spaces if s.name not in expanded and problem.method_for(s) is Method.OPTUNA
+            sub for s in problem.spaces for sub in expanded.get(s.name, [] if s.name in by_optuna else [s])
         ]
         solve = _grid_strategy(problem)
         if grid_spaces and progress is not None and problem.engine is not Engine.ANALYTIC:
@@ -105,6 +102,13 @@ def run_search(
         wall_s=time.perf_counter() - t0,
         engine=problem.engine,
     )
+
+
+def uses_optuna(problem: SearchProblem, space: DesignSpace) -> bool:
+    """Whether `run_search` searches `space` with Optuna trials (else with exhaustive grids: its
+    own, or one per instance combination). The one rule, also asked by callers that must know
+    whether `trials` takes effect."""
+    return not expands(problem, space) and problem.method_for(space) is Method.OPTUNA
 
 
 def _grid_strategy(problem: SearchProblem) -> Any:

@@ -37,7 +37,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from splitplan.errors import InputError
+from splitplan.errors import InputError, redact
 from splitplan.search.evaluate import Decision
 from splitplan.sim.scenario import Scenario
 
@@ -129,7 +129,14 @@ def open_storage(storage: str) -> Any:
             return JournalStorage(JournalFileBackend(loc.target))
         return _rdb_with_retry(loc.target)
     except Exception as exc:  # optuna raises many kinds for bad URLs; all are input problems here
-        raise InputError(f"cannot open storage {storage!r}: {str(exc).splitlines()[0]}") from None
+        raise InputError(_cannot_open(storage, exc)) from None
+
+
+def _cannot_open(storage: str, exc: BaseException) -> str:
+    """The one line for a storage that cannot be opened; a URL's password (which the driver's
+    error may repeat too) is masked."""
+    first = (str(exc).splitlines() or [type(exc).__name__])[0]
+    return redact(f"cannot open storage {storage!r}: {first}")
 
 
 def _schema_race(exc: BaseException) -> bool:
@@ -666,7 +673,7 @@ def open_board(storage: str | None, fingerprint: str) -> WorkBoard | None:
     try:
         return WorkBoard(loc.target, f"splitplan-{fingerprint}")
     except Exception as exc:  # any driver error opening a URL is an input problem
-        raise InputError(f"cannot open storage {storage!r}: {str(exc).splitlines()[0]}") from None
+        raise InputError(_cannot_open(storage, exc)) from None
 
 
 @dataclass(slots=True)

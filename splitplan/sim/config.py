@@ -21,6 +21,13 @@ PromptInterrupt = Literal["always", "never", "baseline"]
 PromptCurves = Literal["by-count", "pooled"]
 
 
+# The largest batch size or batch token count a config may set: the simulator tabulates iteration times
+# over every batch and token count up to them (8 bytes each, per pool), so a typo such as 1e23
+# would ask for more memory than any machine has; this is 100× any real engine's limit.
+MAX_COUNT = 10_000_000
+_TABULATED = ("max_batch_size", "max_batch_tokens", "chunk_tokens")  # the others are thresholds
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimConfig:
     # machine-level scheduler
@@ -68,6 +75,8 @@ class SimConfig:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise InputError(f"config: {name} must be an integer ≥ 1, got {v!r}")
+            if v > MAX_COUNT and name in _TABULATED:
+                raise InputError(f"config: {name} must be at most {MAX_COUNT:,}, got {v:,}")
         v = self.max_preemptions
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise InputError(f"config: max_preemptions must be an integer ≥ 0, got {v!r}")
@@ -115,6 +124,14 @@ class SimConfig:
         for k, v in self.weight_bytes.items():
             if not (_is_number(v) and math.isfinite(v) and v > 0):
                 raise InputError(f"config: weight_bytes.{k} must be a positive number, got {v!r}")
+        from splitplan.catalog import get_model
+        from splitplan.errors import CatalogError
+
+        for k in self.weight_bytes:  # an override of a model no catalog knows is a typo, never read
+            try:
+                get_model(k)
+            except CatalogError as exc:
+                raise InputError(f"config: weight_bytes.{k}: {exc}") from None
 
 
 def _is_number(v: object) -> bool:

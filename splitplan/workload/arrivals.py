@@ -16,6 +16,9 @@ from splitplan.errors import InputError
 
 ARRIVALS = ("poisson", "gamma", "replay")
 MAX_REQUESTS = 50_000_000  # a guard against typos like --rate 1e9
+# gamma gaps' coefficient of variation: outside it the gamma's shape 1/cv² underflows or overflows
+# (cv 1e-300 divided by zero) long before any arrival process a fleet sees
+GAMMA_CV_RANGE = (1e-3, 1e3)
 
 
 def _check_positive(name: str, value: float | None, *, required: bool = False) -> None:
@@ -96,6 +99,9 @@ def gamma_arrivals(
     """
     _check_limits(rate_rps, duration_s, requests)
     _check_positive("cv", cv, required=True)
+    if not GAMMA_CV_RANGE[0] <= cv <= GAMMA_CV_RANGE[1]:
+        lo, hi = GAMMA_CV_RANGE
+        raise InputError(f"cv must be between {lo:g} and {hi:g} (1 is Poisson), got {cv:g}")
     shape = 1.0 / (cv * cv)
     scale = 1.0 / (rate_rps * shape)
     return _renewal(lambda k: rng.gamma(shape, scale, size=k), rate_rps, duration_s, requests)

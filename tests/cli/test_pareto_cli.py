@@ -83,6 +83,7 @@ def test_table_output(search_files, capsys):
         (["{json}", "--plot", "x.gif"], ".png, .svg or .pdf"),
         (["{json}", "--dpi", "100"], "--dpi applies to --plot"),
         (["{json}", "--plot", "x.png", "--dpi", "1"], "--dpi"),
+        (["{json}", "--plot", "x.svg", "--dpi", "100"], "is a vector figure"),
         (["{bad_json}"], "not valid JSON"),
         (["{bad_parquet}"], "as parquet"),
         (["{txt}"], ".parquet"),

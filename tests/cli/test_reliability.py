@@ -93,7 +93,7 @@ def test_a_setting_only_the_des_simulates_is_refused_by_the_analytic_engine(
     # config says it does not, an answer from the evaluator alone would ignore the setting
     f = tmp_path / "c.toml"
     f.write_text(f'prompt_interrupts_decodes = "{interrupts}"\n')
-    args = [*argv, "--rate", "5", "--duration", "5", "--config", str(f)]
+    args = [*argv, *([] if "--rate" in argv else ["--rate", "5"]), "--duration", "5", "--config", str(f)]
     if "heatmap" in argv:
         args += ["--out", str(tmp_path / "h.parquet")]
     if refused is None:
@@ -204,7 +204,8 @@ def test_trace_outputs_checked(tmp_path, capsys) -> None:
 
 def test_memory_is_estimated_before_the_run(capsys) -> None:
     _error(capsys, ["search", "--rate", "100000"], "--max-memory")
-    _error(capsys, [*SIM_A, "--max-memory", "400MB", "--rate", "20000", "--duration", "100"], "--max-memory")
+    sim = ["simulate", "--design", "splitwise-hh", "--prompt", "2", "--token", "2", "--engine", "analytic"]
+    _error(capsys, [*sim, "--max-memory", "400MB", "--rate", "20000", "--duration", "100"], "--max-memory")
     _error(capsys, [*SIM_A, "--max-memory", "lots"], "--max-memory must be a size")
 
 

@@ -134,6 +134,8 @@ SEARCH_DESIGNS = PAPER_DESIGNS + CHUNKED_DESIGNS
 
 
 def get_design(name: str) -> Design:
+    if not isinstance(name, str):  # a number from a request file or a caller: no `.lower` to call
+        raise CatalogError(f"a design name must be a string, got {name!r}")
     designs = {**_paper_designs(), **_chunked_designs()}
     key = name.lower()
     if key not in designs:
@@ -163,6 +165,9 @@ def custom_design(
     the batch formation of the machines that run both phases (baseline machines, a split design's
     mixed pool)."""
     token_gpu = prompt_gpu if token_gpu is None else token_gpu
+    for what, gpu in (("prompt_gpu", prompt_gpu), ("token_gpu", token_gpu)):
+        if not isinstance(gpu, str):  # the catalog lookup would fail on `.lower` of it
+            raise CatalogError(f"`{what}` must be a GPU or machine type name, got {gpu!r}")
     prompt = make_instance(prompt_gpu, prompt_power_cap, prompt_tp, prompt_precision, prompt_kv_precision)
     token = (
         prompt

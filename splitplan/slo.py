@@ -81,8 +81,13 @@ class SloSpec:
     latency_s: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "slowdown", _check_limits(dict(self.slowdown), "slowdown", "SLO"))
-        object.__setattr__(self, "latency_s", _check_limits(dict(self.latency_s), "latency_s", "SLO"))
+        for what in ("slowdown", "latency_s"):
+            limits = getattr(self, what)
+            # a string or a list would reach dict() and fail as a ValueError/TypeError about
+            # "update sequences": refused here by name
+            if not isinstance(limits, Mapping):
+                raise InputError(f"SLO: `{what}` must be a table of SLO key → limit, got {limits!r}")
+            object.__setattr__(self, what, _check_limits(dict(limits), what, "SLO"))
 
 
 def load_slo(path: str | Path | SloSpec | None) -> SloSpec:

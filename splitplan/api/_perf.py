@@ -34,8 +34,18 @@ def perf_check(
         raise InputError(
             "`split_seed` sets the 80:20 split of `perf` profile; every other model is checked on every row"
         )
-    if perf == "analytic" and prompt_curves != "by-count":
-        raise InputError("`prompt_curves` applies to `perf` profile, not the analytic model")
+    from splitplan.perf.profile import PROMPT_CURVES
+
+    if prompt_curves not in PROMPT_CURVES:
+        raise InputError(f"unknown prompt curves {prompt_curves!r} (expected {' or '.join(PROMPT_CURVES)})")
+    if prompt_curves != "by-count" and perf != "profile":
+        from splitplan.perf import resolve_perf
+
+        # only a profile model has prompt curves: the analytic model and a stack would ignore it
+        if perf == "analytic" or resolve_perf(perf)[0] != "profile":
+            raise InputError(
+                f"`prompt_curves` applies to a profile model (`perf` profile or a profile CSV), not {perf}"
+            )
     schema = read_measurements(str(profile)).schema
     if schema == "profile" and perf in ("analytic", "profile") and source is None:
         return check_profile(

@@ -20,12 +20,9 @@ def check_plan_path(path: str | Path | None) -> None:
     """Refuse a plan file name before any work is done (so a long search is not wasted)."""
     if path is None:
         return
-    p = Path(path)
-    if p.suffix.lower() not in (".yaml", ".yml"):
-        raise InputError(f"`export_plan` must end in .yaml or .yml, got {p.name}")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"`export_plan`: output folder {parent} does not exist")
+    from splitplan._io import check_output_path
+
+    check_output_path(path, "`export_plan`", (".yaml", ".yml"))
 
 
 def _scenario(req: SearchRequest) -> Scenario:

@@ -131,6 +131,11 @@ class ReproduceRequest:
     def __post_init__(self) -> None:
         from splitplan.catalog import get_model
 
+        for name in ("models", "assumptions", "sections"):
+            items = getattr(self, name)
+            # a bare string would be read letter by letter ("llama2-70b": models 'l', 'a', ...)
+            if not isinstance(items, tuple | list) or not all(isinstance(x, str) for x in items):
+                raise InputError(f"{name} must be a list of names, got {items!r}")
         for sec in self.sections:
             if sec not in SECTIONS:
                 raise InputError(f"unknown section {sec!r} (expected {' or '.join(SECTIONS)})")
@@ -160,14 +165,18 @@ class ReproduceRequest:
             for design in map(get_design, PAPER_DESIGNS):
                 kv_capacity_bytes(spec, design.prompt)
                 kv_capacity_bytes(spec, design.token)
-        if not (math.isfinite(self.duration_s) and self.duration_s > 0):
-            raise InputError(f"duration must be positive and finite, got {self.duration_s!r}")
-        if not (math.isfinite(self.rate_rps) and self.rate_rps > 0):
-            raise InputError(f"rate must be positive and finite, got {self.rate_rps!r}")
-        if not (isinstance(self.seed, int) and self.seed >= 0):
+        for name in ("duration_s", "rate_rps"):
+            v = getattr(self, name)
+            # the type first: "70" would fail math.isfinite with a TypeError, True is no rate
+            if isinstance(v, bool) or not isinstance(v, int | float) or not (math.isfinite(v) and v > 0):
+                what = "duration" if name == "duration_s" else "rate"
+                raise InputError(f"{what} must be positive and finite, got {v!r}")
+        if not (isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0):
             raise InputError(f"seed must be an integer ≥ 0, got {self.seed!r}")
-        if not (isinstance(self.jobs, int) and self.jobs >= 1):
+        if not (isinstance(self.jobs, int) and not isinstance(self.jobs, bool) and self.jobs >= 1):
             raise InputError(f"jobs must be an integer ≥ 1, got {self.jobs!r}")
+        if not isinstance(self.out_dir, str | Path):  # 5 would become a folder named "5"
+            raise InputError(f"out_dir must be a folder path, got {self.out_dir!r}")
         if not str(self.out_dir):
             raise InputError("out_dir needs a folder name, got ''")
         refuse_url(self.out_dir, "out_dir")

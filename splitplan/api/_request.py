@@ -21,7 +21,7 @@ from typing import Any
 
 from splitplan._io import read_text_file, write_text_atomic
 from splitplan._version import __version__
-from splitplan.api._search import SearchRequest
+from splitplan.api._search import DEFAULT_CAP, SearchRequest
 from splitplan.api._simulate import WorkloadRequest
 from splitplan.errors import InputError, redact
 from splitplan.sim.config import config_perf
@@ -40,6 +40,17 @@ _PAIRS = (
     "prompt_range",
     "token_range",
 )  # (lo, hi) in TOML as [lo, hi]
+# one value or a tuple of choices: the saver writes a tuple as a TOML array, read back as a tuple
+_CHOICES = (
+    "prompt_tp",
+    "token_tp",
+    "prompt_precision",
+    "token_precision",
+    "prompt_kv_precision",
+    "token_kv_precision",
+)
+_TOP_KEYS = ("kind", "request_version", "splitplan_version", "search", "workload", "slo", "files")
+_SLO_TABLES = ("slowdown", "latency_s")
 
 
 def _sha256(path: Path) -> str:
@@ -112,6 +123,8 @@ def request_document(req: SearchRequest, *, hash_files: bool = True) -> dict[str
             v = _abs(v)
         if isinstance(v, Enum):
             v = v.value  # the request parses the value back into its enum
+        if v is DEFAULT_CAP:
+            v = None  # "not given" (a named design keeps its caps): absent, so a replay reads None
         if f.name in ("scheduler", "storage") and v is not None:
             v = redact(v)  # also the metadata of `--out` files: never a URL's password
         search[f.name] = list(v) if isinstance(v, tuple) else v
@@ -197,8 +210,55 @@ def _fill(
     return out
 
 
+def _check_tables(doc: dict[str, Any], p: Path) -> None:
+    """The request file's outline: known top-level keys, tables where tables belong, a string
+    version, and [files] a table of SHA-256 strings. Unknown keys are refused as in [search]
+    and [workload]: a misspelt key would otherwise be silently ignored."""
+    unknown = set(doc) - set(_TOP_KEYS)
+    if unknown:
+        raise InputError(f"request {p}: unknown top-level key(s): {', '.join(sorted(unknown))}")
+    version = doc.get("splitplan_version")
+    if version is not None and not isinstance(version, str):
+        raise InputError(f"request {p}: splitplan_version must be a string, got {version!r}")
+    for section in ("search", "workload", "slo"):
+        if not isinstance(doc.get(section), dict):
+            raise InputError(f"request {p}: missing [{section}] table")
+    unknown = set(doc["slo"]) - set(_SLO_TABLES)
+    if unknown:
+        raise InputError(f"request {p}: unknown key(s) in [slo]: {', '.join(sorted(unknown))}")
+    for table in _SLO_TABLES:
+        limits = doc["slo"].get(table, {})
+        if not isinstance(limits, dict):
+            raise InputError(f"request {p}: [slo.{table}] must be a table of limits, got {limits!r}")
+    files = doc.get("files", {})
+    if not isinstance(files, dict):
+        raise InputError(f"request {p}: [files] must be a table of file = SHA-256, got {files!r}")
+    for file, digest in files.items():
+        if not isinstance(digest, str):
+            raise InputError(f"request {p}: [files] {file!r} must be a SHA-256 string, got {digest!r}")
+
+
+def _as_tuples(search: dict[str, Any]) -> dict[str, Any]:
+    """TOML arrays back into the tuples the saver wrote them from; other types are left for
+    SearchRequest to refuse by name (a bare 5 for `designs`, a string for a range)."""
+    out = dict(search)
+    for name in _TUPLES:
+        if out.get(name) is None:
+            out[name] = ()
+    for name in (*_TUPLES, *_PAIRS, *_CHOICES):
+        v = out.get(name)
+        if name in _TUPLES and isinstance(v, list) and not all(isinstance(x, str) for x in v):
+            continue  # refused as the file wrote it ([1], not (1,))
+        if isinstance(v, list):
+            out[name] = tuple(out[name])
+    return out
+
+
 def load_request(path: str | Path) -> SearchRequest:
-    """The SearchRequest saved in `path`; refuses input files that changed since."""
+    """The SearchRequest saved in `path`; refuses input files that changed since.
+
+    Every value is checked where the dataclasses check a library caller's (SearchRequest,
+    WorkloadRequest, SloSpec); their one-line errors are prefixed with the file and table."""
     p = Path(path)
     text = read_text_file(p, "request")  # unreadable, not UTF-8 or a URL: one line
     try:
@@ -209,28 +269,29 @@ def load_request(path: str | Path) -> SearchRequest:
         raise InputError(f"{p} is not a saved search request (no kind = {REQUEST_KIND!r})")
     if doc.get("request_version") != REQUEST_VERSION:
         raise InputError(f"request {p}: request_version {doc.get('request_version')!r} is not supported")
-    for section in ("search", "workload", "slo"):
-        if not isinstance(doc.get(section), dict):
-            raise InputError(f"request {p}: missing [{section}] table")
-    for file, digest in dict(doc.get("files", {})).items():
+    _check_tables(doc, p)
+    for file, digest in doc.get("files", {}).items():
         fp = Path(file)
         if not fp.is_file():
             raise InputError(f"request {p}: input file {fp} no longer exists")
         if _sha256(fp) != digest:
             raise InputError(f"request {p}: input file {fp} changed since the request was saved")
-    search = _fill(SearchRequest, doc["search"], "search", p, skip=("workload", "slo"))
-    for name in _TUPLES:
-        search[name] = tuple(search.get(name) or ())
-    for name in _PAIRS:
-        if isinstance(search.get(name), list):
-            search[name] = tuple(search[name])
-    workload = WorkloadRequest(**_fill(WorkloadRequest, doc["workload"], "workload", p))
-    slo_doc = doc["slo"]
+    search = _as_tuples(_fill(SearchRequest, doc["search"], "search", p, skip=("workload", "slo")))
+    section = "workload"
     try:
+        workload = WorkloadRequest(**_fill(WorkloadRequest, doc["workload"], "workload", p))
+        section = "slo"
+        slo_doc = doc["slo"]
         slo = SloSpec(
             slowdown=dict(slo_doc.get("slowdown", {})), latency_s=dict(slo_doc.get("latency_s", {}))
         )
+        section = "search"
         return SearchRequest(**search, workload=workload, slo=slo)
+    except InputError as exc:
+        # the dataclass's line (its `parameter` is the file's key; the CLI spells it as its flag,
+        # as for the same value given on the command line), said of this file and table
+        message = str(exc).removeprefix("SLO: ")  # SloSpec's prefix: the table says it
+        raise type(exc)(f"request {p} [{section}]: {message}") from None
     except TypeError as exc:
         raise InputError(f"request {p}: {exc}") from None
 

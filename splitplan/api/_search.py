@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -170,9 +171,63 @@ class SearchRequest:
         mm = self.max_machines
         if mm is not None and (isinstance(mm, bool) or not isinstance(mm, int) or mm < 1):
             raise InputError(f"`max_machines` must be a whole number ≥ 1, got {mm!r}")
+        _check_types(self)
         if self.engine is Engine.ANALYTIC:
             _check_no_des_runs(self)  # first: whatever their values, the options do nothing here
         check_execution(self.jobs, self.backend, self.scheduler)
+
+
+def _names(value: object, name: str) -> tuple[str, ...]:
+    """A tuple (or list) of names → a tuple; a bare string is refused, not read letter by letter."""
+    if not isinstance(value, tuple | list) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"`{name}` must be a list of names, got {value!r}")
+    return tuple(value)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_whole(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _check_types(req: SearchRequest) -> None:
+    """The types of the fields `__post_init__` does not parse: a library caller's or a request
+    file's "0.3" or 5 must be one line naming the field here, not a TypeError deep in the search
+    (a comparison of str and int) or an AttributeError (`.lower` of a number)."""
+    for name in _TUPLE_FIELDS:
+        object.__setattr__(req, name, _names(getattr(req, name), name))
+    if not isinstance(req.workload, WorkloadRequest):
+        raise InputError(f"`workload` must be a WorkloadRequest, got {req.workload!r}")
+    if not isinstance(req.model, str):
+        raise InputError(f"`model` must be a model name, got {req.model!r}")
+    for name in ("perf", "budget", "storage"):  # `backend`, `scheduler`: check_execution
+        v = getattr(req, name)
+        if v is not None and not isinstance(v, str):
+            raise InputError(f"`{name}` must be a string, got {v!r}")
+    if req.config is not None and not isinstance(req.config, str | Path):
+        raise InputError(f"`config` must be a file path, got {req.config!r}")
+    if req.slo is not None and not isinstance(req.slo, SloSpec | str | Path):
+        raise InputError(f"`slo` must be a SloSpec or an SLO file path, got {req.slo!r}")
+    ct = req.chunk_tokens
+    if ct is not None and not (_is_whole(ct) and ct >= 1):
+        raise InputError(f"`chunk_tokens` must be a whole number ≥ 1, got {ct!r}")
+    for name in ("power_budget_kw", "cost_budget_usd_per_h"):
+        v = getattr(req, name)
+        if v is not None and not (_is_number(v) and math.isfinite(v) and v > 0):
+            raise InputError(f"`{name}` must be a positive finite number, got {v!r}")
+    if not (_is_whole(req.trials) and req.trials >= 1):
+        raise InputError(f"`trials` must be a whole number ≥ 1, got {req.trials!r}")
+    if not (_is_number(req.band) and math.isfinite(req.band) and req.band >= 0):
+        raise InputError(f"`band` must be a number ≥ 0, got {req.band!r}")
+    if not (_is_number(req.rate_tol) and 0 < req.rate_tol < 1):
+        raise InputError(f"`rate_tol` must be a number in (0, 1), got {req.rate_tol!r}")
+    if not (_is_whole(req.seed) and req.seed >= 0):
+        raise InputError(f"`seed` must be a whole number ≥ 0, got {req.seed!r}")
+
+
+_TUPLE_FIELDS = ("designs", "prompt_gpus", "token_gpus")
 
 
 def _check_no_des_runs(req: SearchRequest) -> None:

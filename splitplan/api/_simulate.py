@@ -30,6 +30,22 @@ class WorkloadRequest:
     arrival: str = "poisson"
     cv: float = 1.0
 
+    def __post_init__(self) -> None:
+        """Types at the boundary: a request file's or a caller's "2" for a rate is one line naming
+        the field, not a TypeError from the comparison in `build_scenario` (numbers stay numbers:
+        a numeric string is refused, not read)."""
+        for name in ("workload", "arrival"):
+            if not isinstance(getattr(self, name), str):
+                raise InputError(f"`{name}` must be a string, got {getattr(self, name)!r}")
+        if self.trace is not None and not isinstance(self.trace, str | Path):
+            raise InputError(f"`trace` must be a file path, got {self.trace!r}")
+        for name in ("rate_rps", "duration_s", "cv"):
+            v = getattr(self, name)
+            if v is None and name != "cv":
+                continue
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise InputError(f"`{name}` must be a number, got {v!r}")
+
 
 def build_scenario(
     *,
@@ -47,7 +63,15 @@ def build_scenario(
     """
     from splitplan.workload import make_workload, read_trace
 
-    wr = workload or WorkloadRequest()
+    wr = WorkloadRequest() if workload is None else workload
+    if not isinstance(wr, WorkloadRequest):
+        raise InputError(f"`workload` must be a WorkloadRequest, got {wr!r}")
+    if not isinstance(model, str):
+        raise InputError(f"`model` must be a model name, got {model!r}")
+    if config is not None and not isinstance(config, str | Path):
+        raise InputError(f"`config` must be a file path, got {config!r}")
+    if slo is not None and not isinstance(slo, SloSpec | str | Path):
+        raise InputError(f"`slo` must be a SloSpec or an SLO file path, got {slo!r}")
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise InputError(f"`seed` must be a whole number ≥ 0, got {seed!r}")
     sim = load_config(config, **({} if chunk_tokens is None else {"chunk_tokens": chunk_tokens}))

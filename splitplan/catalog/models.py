@@ -104,6 +104,8 @@ register_schema("model", ModelSpec)
 @register_cache
 @cache
 def get_model(name: str) -> ModelSpec:
+    if not isinstance(name, str):  # a number from a request file or a caller: no `.lower` to call
+        raise CatalogError(f"a model name must be a string, got {name!r}")
     table = load_table("model")
     key = name.lower()
     if key not in table:

@@ -54,10 +54,6 @@ def replay_request(ctx: Any, cli_req: Any, request: Path) -> Any:
 def check_save_path(path: Path | None) -> None:
     if path is None:
         return
-    from splitplan.errors import InputError
+    from splitplan._io import check_output_path
 
-    if path.suffix.lower() != ".toml":
-        raise InputError(f"--save-request must end in .toml, got {path.name}")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"--save-request: output folder {parent} does not exist")
+    check_output_path(path, "--save-request", (".toml",))

@@ -45,16 +45,15 @@ def pareto_command(
 ) -> None:
     """Draw the cost–power and cost–throughput Pareto fronts of all designs, optima marked."""
     from splitplan import api
-    from splitplan.cli._common import print_json
+    from splitplan.cli._common import check_outputs, print_json
     from splitplan.cli._parse import library_errors_as_flags
     from splitplan.errors import InputError
     from splitplan.report.pareto import plot_pareto
-    from splitplan.report.plot import check_plot_dpi, plot_format
+    from splitplan.report.plot import check_plot_dpi
     from splitplan.search import Engine, Objective
     from splitplan.search.objective import parse_enum
 
-    if plot is not None:
-        plot_format(plot)
+    check_outputs(("--plot", plot, (".png", ".svg", ".pdf")))
     check_plot_dpi(dpi, plot)
     search_opts = {
         "--design": design,

@@ -25,6 +25,10 @@ PromptCurves = Literal["by-count", "pooled"]
 # over every batch and token count up to them (8 bytes each, per pool), so a typo such as 1e23
 # would ask for more memory than any machine has; this is 100× any real engine's limit.
 MAX_COUNT = 10_000_000
+# The slowest KV-transfer link a config may set (1 MB/s, four orders of magnitude below any
+# datacenter NIC): below it a KV cache takes days to cross, every latency overflows to infinity
+# and no percentile is left to report.
+MIN_LINK_BYTES_PER_S = 1e6
 _TABULATED = ("max_batch_size", "max_batch_tokens", "chunk_tokens")  # the others are thresholds
 
 
@@ -106,10 +110,11 @@ class SimConfig:
             raise InputError(f"config: layerwise_overhead_s must be a number ≥ 0, got {v!r}")
         # a zero link never delivers a KV cache; a zero backlog limit or retry interval stops (or
         # spins) every simulation at its first request
-        for name in ("link_bytes_per_s",):
-            v = getattr(self, name)
-            if v is not None and not (_is_number(v) and math.isfinite(v) and v > 0):
-                raise InputError(f"config: {name} must be a number > 0, got {v!r}")
+        v = self.link_bytes_per_s
+        if v is not None and not (_is_number(v) and math.isfinite(v) and v >= MIN_LINK_BYTES_PER_S):
+            raise InputError(
+                f"config: link_bytes_per_s must be a number ≥ {MIN_LINK_BYTES_PER_S:g}, got {v!r}"
+            )
         for name in ("memory_retry_s", "max_backlog_s"):
             v = getattr(self, name)
             if not (_is_number(v) and math.isfinite(v) and v > 0):

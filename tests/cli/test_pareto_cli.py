@@ -80,7 +80,7 @@ def test_table_output(search_files, capsys):
     [
         (["missing.parquet"], "does not exist"),
         (["{json}", "--rate", "5"], "--rate"),
-        (["{json}", "--plot", "x.gif"], ".png, .svg or .pdf"),
+        (["{json}", "--plot", "x.gif"], "--plot must name a .png or .svg or .pdf file"),
         (["{json}", "--dpi", "100"], "--dpi applies to --plot"),
         (["{json}", "--plot", "x.png", "--dpi", "1"], "--dpi"),
         (["{json}", "--plot", "x.svg", "--dpi", "100"], "is a vector figure"),

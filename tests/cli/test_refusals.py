@@ -204,3 +204,42 @@ def test_verbose_shows_no_value_in_help(capsys) -> None:
     main(["--help"])
     line = next(ln for ln in capsys.readouterr().out.splitlines() if "--verbose" in ln)
     assert "<int>" not in line
+
+
+SEARCH = ["search", "--design", "splitwise-hh", "--rate", "2", "--duration", "5", "--engine", "analytic"]
+SEARCH += ["--prompt-range", "1:2", "--token-range", "1:2"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        ([*SEARCH, "--export-plan", f"s3://u:{SECRET}@h/p.yaml"], "--export-plan"),
+        ([*SEARCH, "--save-request", f"s3://u:{SECRET}@h/r.toml"], "--save-request"),
+        ([*SIM_GEN, "--engine", "analytic", "--export-plan", f"s3://u:{SECRET}@h/p.yaml"], "--export-plan"),
+    ],
+)
+def test_a_url_output_is_refused_even_where_a_folder_of_its_name_exists(
+    tmp_path, capsys, monkeypatch, argv, option
+):
+    # the path form of the URL (s3:/u:…@h) names a folder here: it must still not be written to
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "s3:" / f"u:{SECRET}@h"
+    folder.mkdir(parents=True)
+    line = _error(capsys, argv, f"{option}: s3:/u:***@h/")
+    assert "is a URL" in line
+    assert list(folder.iterdir()) == []
+
+
+def test_prompt_curves_are_refused_where_no_profile_model_reads_them(capsys) -> None:
+    from splitplan.sim.config import shared_dir
+
+    profile = shared_dir() / "reference" / "gpu-measurements" / "iterations.csv"
+    if not profile.is_file():
+        pytest.skip("the shared measurements are not here")
+    check = ["perf", "check", "--profile", str(profile)]
+    _error(
+        capsys,
+        [*check, "--perf", "kernels", "--prompt-curves", "bogus"],
+        "unknown prompt curves 'bogus'",
+    )
+    _error(capsys, [*check, "--perf", "kernels", "--prompt-curves", "pooled"], "applies to a profile model")

@@ -54,7 +54,8 @@ def test_non_utf8_profile_in_perf_check(tmp_path, capsys) -> None:
     [
         ("weight_bytes = 5\n", "weight_bytes must be a table"),
         ("warmup_s = 1e9\n", "excludes every request"),
-        ("link_bytes_per_s = 0\n", "link_bytes_per_s must be a number > 0"),
+        ("link_bytes_per_s = 0\n", "link_bytes_per_s must be a number ≥ 1e+06"),
+        ("link_bytes_per_s = 1e-300\n", "link_bytes_per_s must be a number ≥ 1e+06"),
         ("max_backlog_s = 0\n", "max_backlog_s must be a number > 0"),
         ("memory_retry_s = 0\n", "memory_retry_s"),
         ("max_preemptions = true\n", "max_preemptions"),

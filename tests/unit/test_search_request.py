@@ -146,7 +146,7 @@ def test_cli_replay_gives_the_same_answer(tmp_path, capsys, monkeypatch):
         (["--request", "{req}", "--rate", "5"], "--rate would change it"),
         (["--request", "{req}", "--e2e-p99-ms", "5"], "--e2e-p99-ms would change it"),
         (["--request", "{missing}"], "does not exist"),
-        (["--save-request", "{json}"], "--save-request must end in .toml"),
+        (["--save-request", "{json}"], "--save-request must name a .toml file"),
         (["--save-request", "{nodir}"], "does not exist"),
     ],
 )

@@ -49,6 +49,7 @@ _CHOICES = (
     "prompt_kv_precision",
     "token_kv_precision",
 )
+_BACKTICKED = re.compile(r"`([a-z][a-z0-9_]*)`")  # a library message's parameter name
 _TOP_KEYS = ("kind", "request_version", "splitplan_version", "search", "workload", "slo", "files")
 _SLO_TABLES = ("slowdown", "latency_s")
 
@@ -288,9 +289,10 @@ def load_request(path: str | Path) -> SearchRequest:
         section = "search"
         return SearchRequest(**search, workload=workload, slo=slo)
     except InputError as exc:
-        # the dataclass's line (its `parameter` is the file's key; the CLI spells it as its flag,
-        # as for the same value given on the command line), said of this file and table
-        message = str(exc).removeprefix("SLO: ")  # SloSpec's prefix: the table says it
+        # the dataclass's line, said of this file and table; its `parameter` is the file's key and
+        # is named as the file spells it (the CLI would turn `rate_rps` into a --rate-rps no
+        # command has)
+        message = _BACKTICKED.sub(r"\1", str(exc).removeprefix("SLO: "))  # the table says "SLO"
         raise type(exc)(f"request {p} [{section}]: {message}") from None
     except TypeError as exc:
         raise InputError(f"request {p}: {exc}") from None

@@ -243,3 +243,16 @@ def test_prompt_curves_are_refused_where_no_profile_model_reads_them(capsys) -> 
         "unknown prompt curves 'bogus'",
     )
     _error(capsys, [*check, "--perf", "kernels", "--prompt-curves", "pooled"], "applies to a profile model")
+
+
+def test_a_request_file_error_names_the_files_own_key(tmp_path, capsys) -> None:
+    from splitplan import api
+    from splitplan.api._request import save_request
+
+    req = api.SearchRequest(
+        designs=("splitwise-hh",), workload=api.WorkloadRequest(rate_rps=2.0, duration_s=10.0)
+    )
+    path = save_request(req, tmp_path / "rq.toml")
+    path.write_text(path.read_text().replace("rate_rps = 2.0", 'rate_rps = "2"'))
+    line = _error(capsys, ["search", "--request", str(path)], "[workload]: rate_rps must be a number")
+    assert "--rate-rps" not in line

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from splitplan._io import check_output_folder, make_output_folder, refuse_url, write_text_atomic
+from splitplan._numbers import is_number
 from splitplan.api._heatmap import heatmap
 from splitplan.api._search import SearchRequest, search
 from splitplan.api._simulate import WorkloadRequest, build_scenario
@@ -168,7 +169,7 @@ class ReproduceRequest:
         for name in ("duration_s", "rate_rps"):
             v = getattr(self, name)
             # the type first: "70" would fail math.isfinite with a TypeError, True is no rate
-            if isinstance(v, bool) or not isinstance(v, int | float) or not (math.isfinite(v) and v > 0):
+            if not (is_number(v) and math.isfinite(v) and v > 0):
                 what = "duration" if name == "duration_s" else "rate"
                 raise InputError(f"{what} must be positive and finite, got {v!r}")
         if not (isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0):

@@ -7,6 +7,7 @@ import numbers
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from splitplan._numbers import is_number
 from splitplan.api._simulate import WorkloadRequest, build_scenario
 from splitplan.api._validate import apply_named_caps, check_search_request, check_spaces, space_size
 from splitplan.design import CHUNKED_DESIGNS, SEARCH_DESIGNS
@@ -184,10 +185,6 @@ def _names(value: object, name: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _is_whole(value: object) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
@@ -215,13 +212,13 @@ def _check_types(req: SearchRequest) -> None:
         raise InputError(f"`chunk_tokens` must be a whole number ≥ 1, got {ct!r}")
     for name in ("power_budget_kw", "cost_budget_usd_per_h"):
         v = getattr(req, name)
-        if v is not None and not (_is_number(v) and math.isfinite(v) and v > 0):
+        if v is not None and not (is_number(v) and math.isfinite(v) and v > 0):
             raise InputError(f"`{name}` must be a positive finite number, got {v!r}")
     if not (_is_whole(req.trials) and req.trials >= 1):
         raise InputError(f"`trials` must be a whole number ≥ 1, got {req.trials!r}")
-    if not (_is_number(req.band) and math.isfinite(req.band) and req.band >= 0):
+    if not (is_number(req.band) and math.isfinite(req.band) and req.band >= 0):
         raise InputError(f"`band` must be a number ≥ 0, got {req.band!r}")
-    if not (_is_number(req.rate_tol) and 0 < req.rate_tol < 1):
+    if not (is_number(req.rate_tol) and 0 < req.rate_tol < 1):
         raise InputError(f"`rate_tol` must be a number in (0, 1), got {req.rate_tol!r}")
     if not (_is_whole(req.seed) and req.seed >= 0):
         raise InputError(f"`seed` must be a whole number ≥ 0, got {req.seed!r}")

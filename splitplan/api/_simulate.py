@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from splitplan._numbers import is_number
 from splitplan.catalog import Machine, get_model
 from splitplan.design import ClusterConfig, Design, custom_design, get_design
 from splitplan.errors import InputError
@@ -43,7 +44,7 @@ class WorkloadRequest:
             v = getattr(self, name)
             if v is None and name != "cv":
                 continue
-            if isinstance(v, bool) or not isinstance(v, int | float):
+            if not is_number(v):
                 raise InputError(f"`{name}` must be a number, got {v!r}")
 
 

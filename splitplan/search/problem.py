@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from splitplan._numbers import is_number
 from splitplan.catalog import Machine, get_machine_type, validate_power_cap
 from splitplan.design import (
     SEARCH_DESIGNS,
@@ -47,11 +48,6 @@ def named_budget(name: str) -> tuple[float | None, float | None]:
         return None, NAMED_BUDGET_MACHINES * h100.cost_usd_per_h
     known = ", ".join(b.value for b in NamedBudget)
     raise InputError(f"unknown budget {name!r} (known: {known})")
-
-
-def _is_number(value: object) -> bool:
-    """A real number, not a bool (True is no rate) and not a numeric string."""
-    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
 
 
 def _check_range(r: tuple[int, int], what: str) -> tuple[int, int]:
@@ -296,16 +292,16 @@ class SearchProblem:
         object.__setattr__(self, "method", parse_enum(Method, self.method, "method"))
         for attr in ("power_budget_kw", "cost_budget_usd_per_h"):
             v = getattr(self, attr)
-            if v is not None and not (_is_number(v) and math.isfinite(v) and v > 0):
+            if v is not None and not (is_number(v) and math.isfinite(v) and v > 0):
                 raise InputError(f"{attr} must be a positive number, got {v!r}")
         # a number's type first: "0.3" or True must be refused by name, not fail a comparison
-        if not (_is_number(self.rate_rps) and math.isfinite(self.rate_rps) and self.rate_rps > 0):
+        if not (is_number(self.rate_rps) and math.isfinite(self.rate_rps) and self.rate_rps > 0):
             raise InputError(f"rate must be a positive number, got {self.rate_rps!r}")
         if not (isinstance(self.trials, int) and not isinstance(self.trials, bool) and self.trials >= 1):
             raise InputError(f"`trials` must be an integer ≥ 1, got {self.trials!r}")
-        if not (_is_number(self.band) and self.band >= 0 and math.isfinite(self.band)):
+        if not (is_number(self.band) and self.band >= 0 and math.isfinite(self.band)):
             raise InputError(f"`band` must be a number ≥ 0, got {self.band!r}")
-        if not (_is_number(self.rate_tol) and 0 < self.rate_tol < 1):
+        if not (is_number(self.rate_tol) and 0 < self.rate_tol < 1):
             raise InputError(f"rate tolerance must be in (0, 1), got {self.rate_tol!r}")
 
     def within_budget(self, cost_usd_per_h: float, power_kw: float) -> bool:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from splitplan._numbers import is_number
 from splitplan.errors import InputError
 
 KvTransfer = Literal["serialized", "layerwise"]
@@ -106,28 +107,28 @@ class SimConfig:
         if self.kv_bytes not in ("gqa", "no_gqa"):
             raise InputError(f"config: kv_bytes must be gqa or no_gqa, got {self.kv_bytes!r}")
         v = self.layerwise_overhead_s
-        if v is not None and not (_is_number(v) and math.isfinite(v) and v >= 0):
+        if v is not None and not (is_number(v) and math.isfinite(v) and v >= 0):
             raise InputError(f"config: layerwise_overhead_s must be a number ≥ 0, got {v!r}")
         # a zero link never delivers a KV cache; a zero backlog limit or retry interval stops (or
         # spins) every simulation at its first request
         v = self.link_bytes_per_s
-        if v is not None and not (_is_number(v) and math.isfinite(v) and v >= MIN_LINK_BYTES_PER_S):
+        if v is not None and not (is_number(v) and math.isfinite(v) and v >= MIN_LINK_BYTES_PER_S):
             raise InputError(
                 f"config: link_bytes_per_s must be a number ≥ {MIN_LINK_BYTES_PER_S:g}, got {v!r}"
             )
         for name in ("memory_retry_s", "max_backlog_s"):
             v = getattr(self, name)
-            if not (_is_number(v) and math.isfinite(v) and v > 0):
+            if not (is_number(v) and math.isfinite(v) and v > 0):
                 raise InputError(f"config: {name} must be a number > 0, got {v!r}")
         v = self.warmup_s
-        if not (_is_number(v) and math.isfinite(v) and v >= 0):
+        if not (is_number(v) and math.isfinite(v) and v >= 0):
             raise InputError(f"config: warmup_s must be a number ≥ 0, got {v!r}")
         if not isinstance(self.weight_bytes, dict):
             raise InputError(
                 f"config: weight_bytes must be a table of model = bytes, got {self.weight_bytes!r}"
             )
         for k, v in self.weight_bytes.items():
-            if not (_is_number(v) and math.isfinite(v) and v > 0):
+            if not (is_number(v) and math.isfinite(v) and v > 0):
                 raise InputError(f"config: weight_bytes.{k} must be a positive number, got {v!r}")
         from splitplan.catalog import get_model
         from splitplan.errors import CatalogError
@@ -137,10 +138,6 @@ class SimConfig:
                 get_model(k)
             except CatalogError as exc:
                 raise InputError(f"config: weight_bytes.{k}: {exc}") from None
-
-
-def _is_number(v: object) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
 
 
 def load_config(path: str | Path | None, **overrides: Any) -> SimConfig:

@@ -16,6 +16,7 @@ LAYERS = {
     "splitplan._rng": 0,
     "splitplan._paths": 0,
     "splitplan._io": 0,
+    "splitplan._numbers": 0,
     "splitplan.catalog": 1,
     "splitplan.perf": 2,
     "splitplan.workload": 3,

@@ -1,4 +1,8 @@
-"""Trace files in and out: the Azure 2023 format and the reference simulator's format.
+"""Trace files in and out: the Azure LLM inference traces' format and the reference simulator's.
+
+The Azure format is that of the public Azure LLM inference traces, the 2023 release (naive times,
+``2023-11-16 18:17:03.9799600``) and the 2024 one (times with a UTC offset, ``2024-05-10
+00:00:00.009930+00:00``); times with an offset are read as the instants they name.
 
 Parsing is columnar (pyarrow.csv reads every column as text, pyarrow.compute validates whole columns
 at once); only when a column fails validation do we locate the offending rows, so a clean
@@ -41,7 +45,12 @@ _INT_RE = r"^\s*\+?[0-9]{1,18}\s*$"
 _NEG_INT_RE = r"^\s*-[0-9]{1,18}\s*$"
 _BIG_INT_RE = r"^\s*\+?[0-9]{19,}\s*$"  # a whole number beyond int64 (and any token count)
 _FLOAT_RE = r"^\s*\+?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,3})?\s*$"
-_DATETIME_RE = r"^\s*[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?\s*$"
+_UTC_OFFSET = r"(Z|[+-][0-9]{2}(:?[0-9]{2})?)"
+_DATETIME_RE = (
+    r"^\s*[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?" + _UTC_OFFSET + r"?\s*$"
+)
+_OFFSET_RE = r":[0-9]{2}(\.[0-9]{1,9})?" + _UTC_OFFSET + r"\s*$"  # a date-time that names its offset
+_DATETIME_FORM = "a date-time (YYYY-MM-DD HH:MM:SS[.fff], optionally with a UTC offset: Z or ±HH:MM)"
 MAX_LISTED_BAD_ROWS = 5
 
 
@@ -90,7 +99,8 @@ def _read_header(raw: bytes, path: str) -> list[str]:
 
 
 def read_trace(path: str | Path, *, skip_bad_rows: bool = False) -> Workload:
-    """A trace file (Azure 2023 or reference simulator format, auto-detected) as a Workload.
+    """A trace file (Azure LLM inference trace or reference simulator format, auto-detected) as a
+    Workload.
 
     Azure TIMESTAMP values become seconds after the first row. Workload.name is the file stem. With
     `skip_bad_rows`, malformed rows are dropped and counted in ``meta["skipped_rows"]``; otherwise the
@@ -190,21 +200,29 @@ def _fast_read(
     import pyarrow.csv as pcsv
 
     if fmt == "azure":
-        types = {"TIMESTAMP": pa.timestamp("ns"), "ContextTokens": pa.int64(), "GeneratedTokens": pa.int64()}
+        # naive times (the 2023 traces) or times with a UTC offset (the 2024 traces), not a mix
+        kinds = [
+            {"TIMESTAMP": time_type, "ContextTokens": pa.int64(), "GeneratedTokens": pa.int64()}
+            for time_type in (pa.timestamp("ns"), pa.timestamp("ns", "UTC"))
+        ]
         names: tuple[str, ...] = AZURE_COLUMNS
     else:
-        types = {c: pa.int64() for c in _REFERENCE_INTS} | {"arrival_timestamp": pa.float64()}
+        kinds = [{c: pa.int64() for c in _REFERENCE_INTS} | {"arrival_timestamp": pa.float64()}]
         names = REFERENCE_COLUMNS
-    try:
-        table = pcsv.read_csv(
-            io.BytesIO(raw),
-            read_options=pcsv.ReadOptions(
-                skip_rows=1, column_names=header, block_size=1 << 22, use_threads=False
-            ),
-            parse_options=pcsv.ParseOptions(ignore_empty_lines=False),
-            convert_options=pcsv.ConvertOptions(column_types=types, include_columns=list(names)),
-        )
-    except (pa.ArrowException, ValueError, OverflowError):
+    for types in kinds:
+        try:
+            table = pcsv.read_csv(
+                io.BytesIO(raw),
+                read_options=pcsv.ReadOptions(
+                    skip_rows=1, column_names=header, block_size=1 << 22, use_threads=False
+                ),
+                parse_options=pcsv.ParseOptions(ignore_empty_lines=False),
+                convert_options=pcsv.ConvertOptions(column_types=types, include_columns=list(names)),
+            )
+            break
+        except (pa.ArrowException, ValueError, OverflowError):
+            continue
+    else:
         return None
     if table.num_rows == 0 or any(table.column(c).null_count for c in names):
         return None
@@ -463,36 +481,67 @@ def _datetime_seconds(
     shown: str,
     name: str,
 ) -> npt.NDArray[np.float64]:
-    """Datetime strings → seconds since the epoch (float64; relative times keep µs precision)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    """Datetime strings → seconds since the epoch (float64; relative times keep µs precision).
 
-    fast = _try_cast(arr, pa.timestamp("ns"))
+    Naive times, or times with a UTC offset read as the instants they name; a column that mixes
+    the two has no common clock, so the rows of the kind its first valid row is not are bad."""
+    import pyarrow as pa
+
+    naive, aware = pa.timestamp("ns"), pa.timestamp("ns", "UTC")
+    fast = _try_cast(arr, naive)
+    if fast is None:
+        fast = _try_cast(arr, aware)
     if fast is not None:
         good = np.ones(len(fast), dtype=bool)
         ns = fast.astype("datetime64[ns]").astype(np.int64)
-        idx = np.arange(len(ns))
     else:
         good = _match(arr, _DATETIME_RE)
         ns = np.zeros(len(good), dtype=np.int64)
-        idx = np.flatnonzero(good)
-    if fast is None and len(idx):
-        sub = pc.utf8_trim_whitespace(arr if good.all() else arr.filter(pa.array(good)))  # type: ignore[attr-defined]
-        try:
-            ns[idx] = pc.cast(sub, pa.timestamp("ns")).cast(pa.int64()).to_numpy()
-        except (pa.ArrowException, ValueError):
-            # Well-formed but impossible dates (month 13, …): find them one by one (error path only).
-            for j, s in zip(idx, sub.to_pylist(), strict=True):
-                try:
-                    ns[j] = int(pc.cast(pa.array([s]), pa.timestamp("ns")).cast(pa.int64())[0].as_py())
-                except (pa.ArrowException, ValueError):
-                    good[j] = False
+        with_offset = good & _match(arr, _OFFSET_RE)
+        valid = np.flatnonzero(good)
+        if len(valid):
+            first = int(valid[0])
+            mixed = good & (with_offset != with_offset[first])
+            if mixed.any():
+                problem = (
+                    f"{name} has a UTC offset where line {int(lines[first])}'s has none"
+                    if not with_offset[first]
+                    else f"{name} has no UTC offset where line {int(lines[first])}'s has one"
+                )
+                _note(bad, ok, lines, mixed, shown, lambda i: problem)
+                good &= ~mixed
+        naive_rows, aware_rows = good & ~with_offset, good & with_offset
+        _cast_times(arr, naive_rows, naive, ns)
+        _cast_times(arr, aware_rows, aware, ns)
+        good = naive_rows | aware_rows
+    idx = np.flatnonzero(good)
     if not good.all():
-        _note_unparsed(arr, good, lines, ok, bad, shown, name, "a date-time (YYYY-MM-DD HH:MM:SS[.fff])")
+        _note_unparsed(arr, good, lines, ok, bad, shown, name, _DATETIME_FORM)
     base = ns[idx[0]] if len(idx) else 0
     out = (ns - base).astype(np.float64) / 1e9
     out[~good] = np.nan
     return out
+
+
+def _cast_times(arr: object, rows: npt.NDArray[np.bool_], to: object, ns: npt.NDArray[np.int64]) -> None:
+    """Cast the date-times of `rows` to `to` (naive or UTC), into `ns` (ns since the epoch); the rows
+    that are well formed but impossible dates (month 13, …) are unmarked in `rows`, found one by
+    one (error path only)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    idx = np.flatnonzero(rows)
+    if not len(idx):
+        return
+    sub = pc.utf8_trim_whitespace(arr if rows.all() else arr.filter(pa.array(rows)))  # type: ignore[attr-defined]
+    try:
+        ns[idx] = pc.cast(sub, to).cast(pa.int64()).to_numpy()
+    except (pa.ArrowException, ValueError):
+        for j, s in zip(idx, sub.to_pylist(), strict=True):
+            try:
+                ns[j] = int(pc.cast(pa.array([s]), to).cast(pa.int64())[0].as_py())
+            except (pa.ArrowException, ValueError):
+                rows[j] = False
 
 
 def _monotonic(

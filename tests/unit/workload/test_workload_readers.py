@@ -43,6 +43,45 @@ def test_azure_format_relative_seconds(tmp_path: Path) -> None:
     assert wl.meta["format"] == "azure"
 
 
+def test_azure_2024_times_with_a_utc_offset(tmp_path: Path) -> None:
+    """The 2024 Azure LLM inference traces write each TIMESTAMP with a UTC offset, and some rows
+    without fractional seconds; an offset other than UTC (or Z, or a T separator) names the same
+    instant."""
+    p = _write(
+        tmp_path,
+        f"{AZ_HEADER}\n2024-05-10 00:00:00.009930+00:00,1000,20\n"
+        "2024-05-10 00:00:01+00:00,2000,30\n2024-05-10 02:00:01.509930+02:00,300,5\n"
+        "2024-05-10T00:00:02Z,40,6\n2024-05-09 19:00:03-0500,50,7\n",
+    )
+    wl = read_trace(p)
+    np.testing.assert_allclose(wl.arrival_s, [0.0, 0.99007, 1.5, 1.99007, 2.99007], atol=1e-9)
+    np.testing.assert_array_equal(wl.prompt_tokens, [1000, 2000, 300, 40, 50])
+    assert wl.meta["format"] == "azure"
+
+
+@pytest.mark.parametrize(
+    ("first", "other", "fragment"),
+    [
+        ("2024-05-10 00:00:00+00:00", "2024-05-10 00:00:01", "has no UTC offset where line 2's has one"),
+        ("2024-05-10 00:00:00", "2024-05-10 00:00:01Z", "has a UTC offset where line 2's has none"),
+        ("2024-05-10 00:00:00+00:00", "2024-05-10 00:00:01+25:00", "TIMESTAMP is not a date-time"),
+    ],
+)
+def test_azure_times_with_and_without_an_offset_do_not_mix(
+    tmp_path: Path, first: str, other: str, fragment: str
+) -> None:
+    """Naive times and times with an offset have no common clock: the rows unlike the first are
+    bad rows (skipped with --skip-bad-rows), named by line."""
+    p = _write(tmp_path, f"{AZ_HEADER}\n{first},1,1\n{other},2,2\n2024-05-10 00:00:02{first[19:]},3,3\n")
+    with pytest.raises(InputError) as exc:
+        read_trace(p)
+    assert str(exc.value).startswith(f"{p}:3: TIMESTAMP ")
+    assert fragment in str(exc.value)
+    read = scan_trace(p, skip_bad_rows=True)
+    np.testing.assert_allclose(read.workload.arrival_s, [0.0, 2.0])
+    assert [b.line for b in read.bad_rows] == [3]
+
+
 def test_column_order_free_and_blank_lines(tmp_path: Path) -> None:
     p = _write(
         tmp_path,

@@ -1,8 +1,11 @@
-"""Trace files in and out: the Azure LLM inference traces' format and the reference simulator's.
+"""Trace files in and out: the Azure LLM inference traces' format, BurstGPT's and the reference
+simulator's.
 
 The Azure format is that of the public Azure LLM inference traces, the 2023 release (naive times,
 ``2023-11-16 18:17:03.9799600``) and the 2024 one (times with a UTC offset, ``2024-05-10
-00:00:00.009930+00:00``); times with an offset are read as the instants they name.
+00:00:00.009930+00:00``); times with an offset are read as the instants they name. BurstGPT's
+(``Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type``) gives seconds from its
+trace's start; a failed request there has 0 response tokens, a bad row like any other.
 
 Parsing is columnar (pyarrow.csv reads every column as text, pyarrow.compute validates whole columns
 at once); only when a column fails validation do we locate the offending rows, so a clean
@@ -23,6 +26,7 @@ from splitplan.errors import InputError
 from splitplan.workload.base import Workload
 
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+BURSTGPT_COLUMNS = ("Timestamp", "Request tokens", "Response tokens")  # (the others are not read)
 REFERENCE_COLUMNS = (
     "request_id",
     "request_type",
@@ -41,6 +45,8 @@ _REFERENCE_INTS = {
     "prompt_size": 1,
     "token_size": 1,
 }
+_COLUMNS = {"azure": AZURE_COLUMNS, "burstgpt": BURSTGPT_COLUMNS, "reference": REFERENCE_COLUMNS}
+_FROM_FIRST_ROW = ("azure", "burstgpt")  # formats whose times count from the trace's first row
 _INT_RE = r"^\s*\+?[0-9]{1,18}\s*$"
 _NEG_INT_RE = r"^\s*-[0-9]{1,18}\s*$"
 _BIG_INT_RE = r"^\s*\+?[0-9]{19,}\s*$"  # a whole number beyond int64 (and any token count)
@@ -71,15 +77,18 @@ class TraceRead:
     """A parsed trace plus the rows that were skipped (only non-empty with skip_bad_rows)."""
 
     workload: Workload
-    format: str  # "azure" | "reference"
+    format: str  # "azure" | "burstgpt" | "reference"
     bad_rows: tuple[BadRow, ...]
 
 
 def detect_format(header: list[str]) -> str:
-    """'azure' or 'reference' from the header's column names (order-free; extra columns allowed)."""
+    """'azure', 'burstgpt' or 'reference' from the header's column names (order-free; extra
+    columns allowed)."""
     names = set(header)
     if "TIMESTAMP" in names or "ContextTokens" in names or "GeneratedTokens" in names:
         return "azure"
+    if "Request tokens" in names or "Response tokens" in names:
+        return "burstgpt"
     if names & set(REFERENCE_COLUMNS):
         return "reference"
     return "unknown"
@@ -99,12 +108,12 @@ def _read_header(raw: bytes, path: str) -> list[str]:
 
 
 def read_trace(path: str | Path, *, skip_bad_rows: bool = False) -> Workload:
-    """A trace file (Azure LLM inference trace or reference simulator format, auto-detected) as a
-    Workload.
+    """A trace file (Azure LLM inference trace, BurstGPT or reference simulator format,
+    auto-detected) as a Workload.
 
-    Azure TIMESTAMP values become seconds after the first row. Workload.name is the file stem. With
-    `skip_bad_rows`, malformed rows are dropped and counted in ``meta["skipped_rows"]``; otherwise the
-    first one raises InputError naming its file and line.
+    Azure TIMESTAMP and BurstGPT Timestamp values become seconds after the first row. Workload.name
+    is the file stem. With `skip_bad_rows`, malformed rows are dropped and counted in
+    ``meta["skipped_rows"]``; otherwise the first one raises InputError naming its file and line.
     """
     return scan_trace(path, skip_bad_rows=skip_bad_rows).workload
 
@@ -132,17 +141,18 @@ def scan_trace(path: str | Path, *, skip_bad_rows: bool = False) -> TraceRead:
     fmt = detect_format(header)
     if fmt == "unknown":
         raise InputError(
-            f"{shown}:1: unrecognised header; expected Azure columns {','.join(AZURE_COLUMNS)} "
+            f"{shown}:1: unrecognised header; expected Azure columns {','.join(AZURE_COLUMNS)}, "
+            f"BurstGPT columns {','.join(BURSTGPT_COLUMNS)} "
             f"or reference columns {','.join(REFERENCE_COLUMNS)}"
         )
-    wanted = AZURE_COLUMNS if fmt == "azure" else REFERENCE_COLUMNS
+    wanted = _COLUMNS[fmt]
     missing = [c for c in wanted if c not in header]
     if missing:
         raise InputError(f"{shown}:1: missing column {missing[0]} ({fmt} trace format)")
     fast = _fast_read(raw, header, fmt)
     if fast is not None:
         t, prompt, output = fast
-        if fmt == "azure":
+        if fmt in _FROM_FIRST_ROW:
             t = t - t[0]
         meta = {"source": shown, "format": fmt}
         if skip_bad_rows:
@@ -159,6 +169,11 @@ def scan_trace(path: str | Path, *, skip_bad_rows: bool = False) -> TraceRead:
         prompt = _ints(cols["ContextTokens"], lines, ok, bad, shown, "ContextTokens", 1)
         output = _ints(cols["GeneratedTokens"], lines, ok, bad, shown, "GeneratedTokens", 1)
         time_col = "TIMESTAMP"
+    elif fmt == "burstgpt":
+        t = _floats(cols["Timestamp"], lines, ok, bad, shown, "Timestamp")
+        prompt = _ints(cols["Request tokens"], lines, ok, bad, shown, "Request tokens", 1)
+        output = _ints(cols["Response tokens"], lines, ok, bad, shown, "Response tokens", 1)
+        time_col = "Timestamp"
     else:
         for name, low in _REFERENCE_INTS.items():
             if name not in ("prompt_size", "token_size"):
@@ -180,7 +195,7 @@ def scan_trace(path: str | Path, *, skip_bad_rows: bool = False) -> TraceRead:
     if not ok.any():
         raise InputError(f"{shown}: no valid requests in trace")
     t, prompt, output = t[ok], prompt[ok], output[ok]
-    if fmt == "azure":
+    if fmt in _FROM_FIRST_ROW:
         t = t - t[0]
     meta = {"source": shown, "format": fmt}
     if skip_bad_rows:
@@ -205,10 +220,11 @@ def _fast_read(
             {"TIMESTAMP": time_type, "ContextTokens": pa.int64(), "GeneratedTokens": pa.int64()}
             for time_type in (pa.timestamp("ns"), pa.timestamp("ns", "UTC"))
         ]
-        names: tuple[str, ...] = AZURE_COLUMNS
+    elif fmt == "burstgpt":
+        kinds = [{"Timestamp": pa.float64(), "Request tokens": pa.int64(), "Response tokens": pa.int64()}]
     else:
         kinds = [{c: pa.int64() for c in _REFERENCE_INTS} | {"arrival_timestamp": pa.float64()}]
-        names = REFERENCE_COLUMNS
+    names = _COLUMNS[fmt]
     for types in kinds:
         try:
             table = pcsv.read_csv(
@@ -231,6 +247,11 @@ def _fast_read(
         t = cols["TIMESTAMP"].astype("datetime64[ns]").astype(np.int64)
         t = (t - t[0]).astype(np.float64) / 1e9
         prompt, output = cols["ContextTokens"], cols["GeneratedTokens"]
+    elif fmt == "burstgpt":
+        t = cols["Timestamp"].astype(np.float64)
+        prompt, output = cols["Request tokens"], cols["Response tokens"]
+        if not np.all(np.isfinite(t)) or t.min() < 0:
+            return None
     else:
         t = cols["arrival_timestamp"].astype(np.float64)
         prompt, output = cols["prompt_size"], cols["token_size"]

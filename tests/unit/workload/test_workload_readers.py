@@ -9,7 +9,7 @@ import pytest
 
 from splitplan.errors import InputError
 from splitplan.workload import Workload, read_trace, scan_trace, write_trace
-from splitplan.workload.readers import AZURE_COLUMNS, REFERENCE_COLUMNS
+from splitplan.workload.readers import AZURE_COLUMNS, BURSTGPT_COLUMNS, REFERENCE_COLUMNS
 
 REF_HEADER = ",".join(REFERENCE_COLUMNS)
 AZ_HEADER = ",".join(AZURE_COLUMNS)
@@ -80,6 +80,41 @@ def test_azure_times_with_and_without_an_offset_do_not_mix(
     read = scan_trace(p, skip_bad_rows=True)
     np.testing.assert_allclose(read.workload.arrival_s, [0.0, 2.0])
     assert [b.line for b in read.bad_rows] == [3]
+
+
+BURST_HEADER = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type"
+
+
+def test_burstgpt_format(tmp_path: Path) -> None:
+    """BurstGPT's traces: seconds from the trace's start (here a later shard's), ties allowed, the
+    model and log type not read."""
+    p = _write(
+        tmp_path,
+        f"{BURST_HEADER}\n5270414,ChatGPT,472,18,490,Conversation log\n"
+        "5270414,GPT-4,1087,230,1317,API log\n5270460.5,ChatGPT,417,276,693,Conversation log\n",
+        "BurstGPT_without_fails_2.csv",
+    )
+    wl = read_trace(p)
+    np.testing.assert_allclose(wl.arrival_s, [0.0, 0.0, 46.5])
+    np.testing.assert_array_equal(wl.prompt_tokens, [472, 1087, 417])
+    np.testing.assert_array_equal(wl.output_tokens, [18, 230, 276])
+    assert wl.meta["format"] == "burstgpt"
+    assert set(BURSTGPT_COLUMNS) <= set(BURST_HEADER.split(","))
+
+
+def test_burstgpt_failed_requests_are_bad_rows(tmp_path: Path) -> None:
+    """A failed request in BurstGPT has 0 response tokens: a bad row, dropped by skip mode."""
+    p = _write(
+        tmp_path,
+        f"{BURST_HEADER}\n5,ChatGPT,472,18,490,Conversation log\n7,ChatGPT,300,0,300,API log\n"
+        "9,GPT-4,0,20,20,API log\n45,ChatGPT,1087,230,1317,Conversation log\n",
+    )
+    with pytest.raises(InputError) as exc:
+        read_trace(p)
+    assert str(exc.value).startswith(f"{p}:3: Response tokens must be ≥ 1, got 0; 1 more bad rows (lines 4)")
+    read = scan_trace(p, skip_bad_rows=True)
+    np.testing.assert_allclose(read.workload.arrival_s, [0.0, 40.0])
+    assert [b.line for b in read.bad_rows] == [3, 4]
 
 
 def test_column_order_free_and_blank_lines(tmp_path: Path) -> None:

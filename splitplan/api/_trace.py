@@ -108,7 +108,7 @@ def workload_stats(wl: Workload, *, bad_rows: tuple[BadRow, ...] = ()) -> TraceS
 
 
 def trace_stats(path: str | Path, *, skip_bad_rows: bool = False) -> TraceStats:
-    """Statistics of a trace file (Azure, BurstGPT or reference format)."""
+    """Statistics of a trace file (Azure, BurstGPT, Mooncake or reference format)."""
     read = scan_trace(path, skip_bad_rows=skip_bad_rows)
     return workload_stats(read.workload, bad_rows=read.bad_rows)
 

@@ -59,7 +59,8 @@ def generate_command(
         str,
         typer.Option(
             "--workload",
-            help="Preset (coding, conversation) or a trace file (Azure, BurstGPT or reference format).",
+            help="Preset (coding, conversation) or a trace file (Azure, BurstGPT, Mooncake or reference "
+            "format).",
         ),
     ] = "coding",
     rate: Annotated[float | None, typer.Option("--rate", help="Mean arrival rate, requests/s.")] = None,
@@ -105,7 +106,7 @@ def generate_command(
 
 @trace_app.command("stats")
 def stats_command(
-    file: Annotated[str, typer.Argument(help="Trace CSV (Azure, BurstGPT or reference format).")],
+    file: Annotated[str, typer.Argument(help="Trace file (Azure, BurstGPT, Mooncake or reference format).")],
     skip_bad_rows: SkipOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -124,7 +125,7 @@ def stats_command(
 @trace_app.command("convert")
 def convert_command(
     src: Annotated[
-        str, typer.Argument(metavar="IN", help="Trace CSV (Azure, BurstGPT or reference format).")
+        str, typer.Argument(metavar="IN", help="Trace file (Azure, BurstGPT, Mooncake or reference format).")
     ],
     out: Annotated[str, typer.Argument(metavar="OUT", help="Output CSV (reference simulator format).")],
     skip_bad_rows: SkipOpt = False,

@@ -1,11 +1,12 @@
-"""Trace files in and out: the Azure LLM inference traces' format, BurstGPT's and the reference
-simulator's.
+"""Trace files in and out: the Azure LLM inference traces' format, BurstGPT's, Mooncake's and the
+reference simulator's.
 
 The Azure format is that of the public Azure LLM inference traces, the 2023 release (naive times,
 ``2023-11-16 18:17:03.9799600``) and the 2024 one (times with a UTC offset, ``2024-05-10
 00:00:00.009930+00:00``); times with an offset are read as the instants they name. BurstGPT's
 (``Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type``) gives seconds from its
-trace's start; a failed request there has 0 response tokens, a bad row like any other.
+trace's start; a failed request there has 0 response tokens, a bad row like any other. Mooncake's
+is JSON lines (``{"timestamp": ms, "input_length": …, "output_length": …, "hash_ids": […]}``).
 
 Parsing is columnar (pyarrow.csv reads every column as text, pyarrow.compute validates whole columns
 at once); only when a column fails validation do we locate the offending rows, so a clean
@@ -15,6 +16,7 @@ million-row file costs one vectorized pass. Every bad row is named as ``file:lin
 from __future__ import annotations
 
 import io
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,7 +48,8 @@ _REFERENCE_INTS = {
     "token_size": 1,
 }
 _COLUMNS = {"azure": AZURE_COLUMNS, "burstgpt": BURSTGPT_COLUMNS, "reference": REFERENCE_COLUMNS}
-_FROM_FIRST_ROW = ("azure", "burstgpt")  # formats whose times count from the trace's first row
+_FROM_FIRST_ROW = ("azure", "burstgpt", "mooncake")  # formats whose times count from the first row
+MOONCAKE_KEYS = ("timestamp", "input_length", "output_length")  # (hash_ids and others not read)
 _INT_RE = r"^\s*\+?[0-9]{1,18}\s*$"
 _NEG_INT_RE = r"^\s*-[0-9]{1,18}\s*$"
 _BIG_INT_RE = r"^\s*\+?[0-9]{19,}\s*$"  # a whole number beyond int64 (and any token count)
@@ -77,7 +80,7 @@ class TraceRead:
     """A parsed trace plus the rows that were skipped (only non-empty with skip_bad_rows)."""
 
     workload: Workload
-    format: str  # "azure" | "burstgpt" | "reference"
+    format: str  # "azure" | "burstgpt" | "mooncake" | "reference"
     bad_rows: tuple[BadRow, ...]
 
 
@@ -108,10 +111,10 @@ def _read_header(raw: bytes, path: str) -> list[str]:
 
 
 def read_trace(path: str | Path, *, skip_bad_rows: bool = False) -> Workload:
-    """A trace file (Azure LLM inference trace, BurstGPT or reference simulator format,
+    """A trace file (Azure LLM inference trace, BurstGPT, Mooncake or reference simulator format,
     auto-detected) as a Workload.
 
-    Azure TIMESTAMP and BurstGPT Timestamp values become seconds after the first row. Workload.name
+    Azure, BurstGPT and Mooncake times become seconds after the first row. Workload.name
     is the file stem. With `skip_bad_rows`, malformed rows are dropped and counted in
     ``meta["skipped_rows"]``; otherwise the first one raises InputError naming its file and line.
     """
@@ -137,6 +140,8 @@ def scan_trace(path: str | Path, *, skip_bad_rows: bool = False) -> TraceRead:
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise InputError(f"{shown}:{line}: not UTF-8 text (byte {exc.start + 1} of the file)") from None
+    if raw.lstrip()[:1] == b"{":
+        return _scan_mooncake(raw, p, shown, skip_bad_rows)
     header = _read_header(raw, shown)
     fmt = detect_format(header)
     if fmt == "unknown":
@@ -152,15 +157,7 @@ def scan_trace(path: str | Path, *, skip_bad_rows: bool = False) -> TraceRead:
     fast = _fast_read(raw, header, fmt)
     if fast is not None:
         t, prompt, output = fast
-        if fmt in _FROM_FIRST_ROW:
-            t = t - t[0]
-        meta = {"source": shown, "format": fmt}
-        if skip_bad_rows:
-            meta["skipped_rows"] = "0"
-        wl = Workload(
-            arrival_s=t, prompt_tokens=prompt, output_tokens=output, name=p.stem or "trace", meta=meta
-        )
-        return TraceRead(workload=wl, format=fmt, bad_rows=())
+        return _finished(p, shown, fmt, t, prompt, output, np.ones(len(t), dtype=bool), {}, skip_bad_rows)
     cols, lines, bad = _parse_columns(raw, header, wanted, shown)
     n = len(lines)
     ok = np.ones(n, dtype=bool)
@@ -183,6 +180,21 @@ def scan_trace(path: str | Path, *, skip_bad_rows: bool = False) -> TraceRead:
         output = _ints(cols["token_size"], lines, ok, bad, shown, "token_size", 1)
         time_col = "arrival_timestamp"
     _monotonic(t, lines, ok, bad, shown, time_col)
+    return _finished(p, shown, fmt, t, prompt, output, ok, bad, skip_bad_rows)
+
+
+def _finished(
+    p: Path,
+    shown: str,
+    fmt: str,
+    t: npt.NDArray[np.float64],
+    prompt: npt.NDArray[np.int64],
+    output: npt.NDArray[np.int64],
+    ok: npt.NDArray[np.bool_],
+    bad: dict[int, BadRow],
+    skip_bad_rows: bool,
+) -> TraceRead:
+    """The rows `ok` keeps as a Workload, or the bad rows as one InputError line (no skip mode)."""
     bad_rows = tuple(sorted(bad.values(), key=lambda b: b.line))
     if bad_rows and not skip_bad_rows:
         first = bad_rows[0]
@@ -202,6 +214,95 @@ def scan_trace(path: str | Path, *, skip_bad_rows: bool = False) -> TraceRead:
         meta["skipped_rows"] = str(len(bad_rows))
     wl = Workload(arrival_s=t, prompt_tokens=prompt, output_tokens=output, name=p.stem or "trace", meta=meta)
     return TraceRead(workload=wl, format=fmt, bad_rows=bad_rows)
+
+
+def _scan_mooncake(raw: bytes, p: Path, shown: str, skip_bad_rows: bool) -> TraceRead:
+    """A Mooncake trace: JSON lines of {"timestamp": ms, "input_length", "output_length", …}.
+
+    The prefix-cache block ids (hash_ids) are not read: splitplan models no prefix cache, so every
+    prompt is computed in full. A clean file is read columnar (pyarrow.json); otherwise each line
+    is parsed on its own, and every bad one is named by its line."""
+    import json
+
+    fast = _fast_mooncake(raw)
+    if fast is not None:
+        t, prompt, output = fast
+        return _finished(
+            p, shown, "mooncake", t, prompt, output, np.ones(len(t), dtype=bool), {}, skip_bad_rows
+        )
+    texts = raw.decode("utf-8").split("\n")
+    rows = [(n + 1, line) for n, line in enumerate(texts) if line.strip()]
+    lines = np.array([n for n, _ in rows], dtype=np.int64)
+    t = np.full(len(rows), np.nan)
+    prompt = np.zeros(len(rows), dtype=np.int64)
+    output = np.zeros(len(rows), dtype=np.int64)
+    ok = np.ones(len(rows), dtype=bool)
+    bad: dict[int, BadRow] = {}
+    for i, (line, text) in enumerate(rows):
+        problem = None
+        try:
+            row = json.loads(text)
+        except (ValueError, RecursionError):
+            row, problem = None, "not a JSON object"
+        if problem is None and not isinstance(row, dict):
+            problem = "not a JSON object"
+        if problem is None:
+            assert isinstance(row, dict)
+            missing = [k for k in MOONCAKE_KEYS if k not in row]
+            ms, n_in, n_out = (row.get(k) for k in MOONCAKE_KEYS)
+            if missing:
+                problem = f"missing {missing[0]}"
+            elif isinstance(ms, bool) or not isinstance(ms, int | float) or not math.isfinite(ms) or ms < 0:
+                problem = f"timestamp is not a non-negative number of milliseconds: {_show(str(ms))}"
+            else:
+                for key, value in (("input_length", n_in), ("output_length", n_out)):
+                    if isinstance(value, bool) or not isinstance(value, int):
+                        problem = f"{key} is not an integer: {_show(str(value))}"
+                    elif value < 1:
+                        problem = f"{key} must be ≥ 1, got {value}"
+                    if problem:
+                        break
+        if problem is not None:
+            ok[i] = False
+            bad[line] = BadRow(shown, line, problem)
+            continue
+        t[i] = float(ms) / 1e3  # type: ignore[arg-type]
+        prompt[i], output[i] = int(n_in), int(n_out)  # type: ignore[arg-type]
+    if not len(rows):
+        raise InputError(f"{shown}: no valid requests in trace")
+    _monotonic(t, lines, ok, bad, shown, "timestamp")
+    return _finished(p, shown, "mooncake", t, prompt, output, ok, bad, skip_bad_rows)
+
+
+def _fast_mooncake(
+    raw: bytes,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
+    """The columnar read of a clean Mooncake file (seconds, prompt and output tokens), or None if
+    anything at all is off (the line-by-line read then names every bad line)."""
+    import pyarrow as pa
+    import pyarrow.json as pjson
+
+    try:
+        table = pjson.read_json(io.BytesIO(raw), read_options=pjson.ReadOptions(use_threads=False))
+    except (pa.ArrowException, ValueError, OverflowError):
+        return None
+    if table.num_rows == 0 or any(k not in table.column_names for k in MOONCAKE_KEYS):
+        return None
+    cols = {k: table.column(k) for k in MOONCAKE_KEYS}
+    if any(c.null_count for c in cols.values()):
+        return None
+    if not all(pa.types.is_integer(cols[k].type) for k in MOONCAKE_KEYS[1:]):
+        return None
+    if not (pa.types.is_integer(cols["timestamp"].type) or pa.types.is_floating(cols["timestamp"].type)):
+        return None
+    t = cols["timestamp"].to_numpy().astype(np.float64) / 1e3
+    prompt = cols["input_length"].to_numpy().astype(np.int64)
+    output = cols["output_length"].to_numpy().astype(np.int64)
+    if not np.all(np.isfinite(t)) or t.min() < 0 or np.any(np.diff(t) < 0):
+        return None
+    if prompt.min() < 1 or output.min() < 1:
+        return None
+    return t, prompt, output
 
 
 def _fast_read(

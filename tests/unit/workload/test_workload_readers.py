@@ -117,6 +117,49 @@ def test_burstgpt_failed_requests_are_bad_rows(tmp_path: Path) -> None:
     assert [b.line for b in read.bad_rows] == [3, 4]
 
 
+def test_mooncake_format(tmp_path: Path) -> None:
+    """Mooncake's JSON lines: milliseconds from the first row, its prefix-cache block ids not read."""
+    p = _write(
+        tmp_path,
+        '{"timestamp": 1000, "input_length": 6955, "output_length": 52, "hash_ids": [46, 47]}\n'
+        '{"timestamp": 1000, "input_length": 6472, "output_length": 26, "hash_ids": [46]}\n\n'
+        '{"timestamp": 28482.5, "input_length": 6940, "output_length": 61, "hash_ids": []}\n',
+        "conversation_trace.jsonl",
+    )
+    wl = read_trace(p)
+    np.testing.assert_allclose(wl.arrival_s, [0.0, 0.0, 27.4825])
+    np.testing.assert_array_equal(wl.prompt_tokens, [6955, 6472, 6940])
+    np.testing.assert_array_equal(wl.output_tokens, [52, 26, 61])
+    assert wl.meta["format"] == "mooncake"
+    assert wl.name == "conversation_trace"
+
+
+@pytest.mark.parametrize(
+    ("row", "fragment"),
+    [
+        ("[1, 2]", "not a JSON object"),
+        ("not json", "not a JSON object"),
+        ('{"timestamp": 2000, "input_length": 7}', "missing output_length"),
+        ('{"timestamp": 2000, "input_length": 0, "output_length": 3}', "input_length must be ≥ 1, got 0"),
+        ('{"timestamp": 2000, "input_length": 7, "output_length": 2.5}', "output_length is not an integer"),
+        ('{"timestamp": "soon", "input_length": 7, "output_length": 2}', "timestamp is not a non-negative"),
+        ('{"timestamp": 500, "input_length": 7, "output_length": 2}', "timestamp goes backwards"),
+    ],
+)
+def test_mooncake_bad_lines(tmp_path: Path, row: str, fragment: str) -> None:
+    p = _write(
+        tmp_path,
+        f'{{"timestamp": 1000, "input_length": 5, "output_length": 1}}\n{row}\n'
+        '{"timestamp": 3000, "input_length": 9, "output_length": 4}\n',
+    )
+    with pytest.raises(InputError) as exc:
+        read_trace(p)
+    assert str(exc.value).startswith(f"{p}:2: {fragment}")
+    read = scan_trace(p, skip_bad_rows=True)
+    np.testing.assert_allclose(read.workload.arrival_s, [0.0, 2.0])
+    assert [b.line for b in read.bad_rows] == [2]
+
+
 def test_column_order_free_and_blank_lines(tmp_path: Path) -> None:
     p = _write(
         tmp_path,

@@ -9,16 +9,28 @@ import pytest
 
 from splitplan.errors import InputError
 from splitplan.workload import Workload, read_trace, scan_trace, write_trace
-from splitplan.workload.readers import AZURE_COLUMNS, BURSTGPT_COLUMNS, REFERENCE_COLUMNS
+from splitplan.workload.readers import AZURE_COLUMNS, REFERENCE_COLUMNS
 
 REF_HEADER = ",".join(REFERENCE_COLUMNS)
 AZ_HEADER = ",".join(AZURE_COLUMNS)
+BURST_HEADER = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type"  # BurstGPT's
 
 
 def _write(tmp_path: Path, text: str, name: str = "t.csv") -> Path:
     p = tmp_path / name
     p.write_text(text)
     return p
+
+
+def _refused_then_skipped(p: Path, first: str, kept_arrival_s: list[float], bad_lines: list[int]) -> None:
+    """The file is refused with one line starting `first`, and skip mode keeps the other rows."""
+    with pytest.raises(InputError) as exc:
+        read_trace(p)
+    assert str(exc.value).startswith(first)
+    assert "\n" not in str(exc.value)
+    read = scan_trace(p, skip_bad_rows=True)
+    np.testing.assert_allclose(read.workload.arrival_s, kept_arrival_s)
+    assert [b.line for b in read.bad_rows] == bad_lines
 
 
 def test_reference_format(tmp_path: Path) -> None:
@@ -43,20 +55,59 @@ def test_azure_format_relative_seconds(tmp_path: Path) -> None:
     assert wl.meta["format"] == "azure"
 
 
-def test_azure_2024_times_with_a_utc_offset(tmp_path: Path) -> None:
-    """The 2024 Azure LLM inference traces write each TIMESTAMP with a UTC offset, and some rows
-    without fractional seconds; an offset other than UTC (or Z, or a T separator) names the same
-    instant."""
-    p = _write(
-        tmp_path,
-        f"{AZ_HEADER}\n2024-05-10 00:00:00.009930+00:00,1000,20\n"
-        "2024-05-10 00:00:01+00:00,2000,30\n2024-05-10 02:00:01.509930+02:00,300,5\n"
-        "2024-05-10T00:00:02Z,40,6\n2024-05-09 19:00:03-0500,50,7\n",
-    )
-    wl = read_trace(p)
-    np.testing.assert_allclose(wl.arrival_s, [0.0, 0.99007, 1.5, 1.99007, 2.99007], atol=1e-9)
-    np.testing.assert_array_equal(wl.prompt_tokens, [1000, 2000, 300, 40, 50])
-    assert wl.meta["format"] == "azure"
+@pytest.mark.parametrize(
+    ("name", "text", "fmt", "arrival_s", "prompts", "outputs"),
+    [
+        pytest.param(
+            # the 2024 release: a UTC offset on every time, some without fractional seconds; another
+            # offset, Z or a T separator names the same instant
+            "azure_2024.csv",
+            f"{AZ_HEADER}\n2024-05-10 00:00:00.009930+00:00,1000,20\n2024-05-10 00:00:01+00:00,2000,30\n"
+            "2024-05-10 02:00:01.509930+02:00,300,5\n2024-05-10T00:00:02Z,40,6\n"
+            "2024-05-09 19:00:03-0500,50,7\n",
+            "azure",
+            [0.0, 0.99007, 1.5, 1.99007, 2.99007],
+            [1000, 2000, 300, 40, 50],
+            [20, 30, 5, 6, 7],
+            id="azure-2024",
+        ),
+        pytest.param(
+            # seconds from the trace's start (here a later shard's), ties allowed, the model and the
+            # log type not read
+            "BurstGPT_without_fails_2.csv",
+            f"{BURST_HEADER}\n"
+            "5270414,ChatGPT,472,18,490,Conversation log\n5270414,GPT-4,1087,230,1317,API log\n"
+            "5270460.5,ChatGPT,417,276,693,Conversation log\n",
+            "burstgpt",
+            [0.0, 0.0, 46.5],
+            [472, 1087, 417],
+            [18, 230, 276],
+            id="burstgpt",
+        ),
+        pytest.param(
+            # JSON lines in milliseconds from the first row, the prefix-cache block ids not read
+            "conversation_trace.jsonl",
+            '{"timestamp": 1000, "input_length": 6955, "output_length": 52, "hash_ids": [46, 47]}\n'
+            '{"timestamp": 1000, "input_length": 6472, "output_length": 26, "hash_ids": [46]}\n\n'
+            '{"timestamp": 28482.5, "input_length": 6940, "output_length": 61, "hash_ids": []}\n',
+            "mooncake",
+            [0.0, 0.0, 27.4825],
+            [6955, 6472, 6940],
+            [52, 26, 61],
+            id="mooncake",
+        ),
+    ],
+)
+def test_public_trace_formats(
+    tmp_path: Path, name: str, text: str, fmt: str, arrival_s: list, prompts: list, outputs: list
+) -> None:
+    """The public traces planners replay beside the 2023 Azure ones, each read as its own format."""
+    wl = read_trace(_write(tmp_path, text, name))
+    np.testing.assert_allclose(wl.arrival_s, arrival_s, atol=1e-9)
+    np.testing.assert_array_equal(wl.prompt_tokens, prompts)
+    np.testing.assert_array_equal(wl.output_tokens, outputs)
+    assert wl.meta["format"] == fmt
+    assert wl.name == Path(name).stem
 
 
 @pytest.mark.parametrize(
@@ -64,7 +115,7 @@ def test_azure_2024_times_with_a_utc_offset(tmp_path: Path) -> None:
     [
         ("2024-05-10 00:00:00+00:00", "2024-05-10 00:00:01", "has no UTC offset where line 2's has one"),
         ("2024-05-10 00:00:00", "2024-05-10 00:00:01Z", "has a UTC offset where line 2's has none"),
-        ("2024-05-10 00:00:00+00:00", "2024-05-10 00:00:01+25:00", "TIMESTAMP is not a date-time"),
+        ("2024-05-10 00:00:00+00:00", "2024-05-10 00:00:01+25:00", "is not a date-time"),
     ],
 )
 def test_azure_times_with_and_without_an_offset_do_not_mix(
@@ -73,33 +124,7 @@ def test_azure_times_with_and_without_an_offset_do_not_mix(
     """Naive times and times with an offset have no common clock: the rows unlike the first are
     bad rows (skipped with --skip-bad-rows), named by line."""
     p = _write(tmp_path, f"{AZ_HEADER}\n{first},1,1\n{other},2,2\n2024-05-10 00:00:02{first[19:]},3,3\n")
-    with pytest.raises(InputError) as exc:
-        read_trace(p)
-    assert str(exc.value).startswith(f"{p}:3: TIMESTAMP ")
-    assert fragment in str(exc.value)
-    read = scan_trace(p, skip_bad_rows=True)
-    np.testing.assert_allclose(read.workload.arrival_s, [0.0, 2.0])
-    assert [b.line for b in read.bad_rows] == [3]
-
-
-BURST_HEADER = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type"
-
-
-def test_burstgpt_format(tmp_path: Path) -> None:
-    """BurstGPT's traces: seconds from the trace's start (here a later shard's), ties allowed, the
-    model and log type not read."""
-    p = _write(
-        tmp_path,
-        f"{BURST_HEADER}\n5270414,ChatGPT,472,18,490,Conversation log\n"
-        "5270414,GPT-4,1087,230,1317,API log\n5270460.5,ChatGPT,417,276,693,Conversation log\n",
-        "BurstGPT_without_fails_2.csv",
-    )
-    wl = read_trace(p)
-    np.testing.assert_allclose(wl.arrival_s, [0.0, 0.0, 46.5])
-    np.testing.assert_array_equal(wl.prompt_tokens, [472, 1087, 417])
-    np.testing.assert_array_equal(wl.output_tokens, [18, 230, 276])
-    assert wl.meta["format"] == "burstgpt"
-    assert set(BURSTGPT_COLUMNS) <= set(BURST_HEADER.split(","))
+    _refused_then_skipped(p, f"{p}:3: TIMESTAMP {fragment}", [0.0, 2.0], [3])
 
 
 def test_burstgpt_failed_requests_are_bad_rows(tmp_path: Path) -> None:
@@ -109,29 +134,9 @@ def test_burstgpt_failed_requests_are_bad_rows(tmp_path: Path) -> None:
         f"{BURST_HEADER}\n5,ChatGPT,472,18,490,Conversation log\n7,ChatGPT,300,0,300,API log\n"
         "9,GPT-4,0,20,20,API log\n45,ChatGPT,1087,230,1317,Conversation log\n",
     )
-    with pytest.raises(InputError) as exc:
-        read_trace(p)
-    assert str(exc.value).startswith(f"{p}:3: Response tokens must be ≥ 1, got 0; 1 more bad rows (lines 4)")
-    read = scan_trace(p, skip_bad_rows=True)
-    np.testing.assert_allclose(read.workload.arrival_s, [0.0, 40.0])
-    assert [b.line for b in read.bad_rows] == [3, 4]
-
-
-def test_mooncake_format(tmp_path: Path) -> None:
-    """Mooncake's JSON lines: milliseconds from the first row, its prefix-cache block ids not read."""
-    p = _write(
-        tmp_path,
-        '{"timestamp": 1000, "input_length": 6955, "output_length": 52, "hash_ids": [46, 47]}\n'
-        '{"timestamp": 1000, "input_length": 6472, "output_length": 26, "hash_ids": [46]}\n\n'
-        '{"timestamp": 28482.5, "input_length": 6940, "output_length": 61, "hash_ids": []}\n',
-        "conversation_trace.jsonl",
+    _refused_then_skipped(
+        p, f"{p}:3: Response tokens must be ≥ 1, got 0; 1 more bad rows (lines 4)", [0.0, 40.0], [3, 4]
     )
-    wl = read_trace(p)
-    np.testing.assert_allclose(wl.arrival_s, [0.0, 0.0, 27.4825])
-    np.testing.assert_array_equal(wl.prompt_tokens, [6955, 6472, 6940])
-    np.testing.assert_array_equal(wl.output_tokens, [52, 26, 61])
-    assert wl.meta["format"] == "mooncake"
-    assert wl.name == "conversation_trace"
 
 
 @pytest.mark.parametrize(
@@ -152,12 +157,7 @@ def test_mooncake_bad_lines(tmp_path: Path, row: str, fragment: str) -> None:
         f'{{"timestamp": 1000, "input_length": 5, "output_length": 1}}\n{row}\n'
         '{"timestamp": 3000, "input_length": 9, "output_length": 4}\n',
     )
-    with pytest.raises(InputError) as exc:
-        read_trace(p)
-    assert str(exc.value).startswith(f"{p}:2: {fragment}")
-    read = scan_trace(p, skip_bad_rows=True)
-    np.testing.assert_allclose(read.workload.arrival_s, [0.0, 2.0])
-    assert [b.line for b in read.bad_rows] == [2]
+    _refused_then_skipped(p, f"{p}:2: {fragment}", [0.0, 2.0], [2])
 
 
 def test_column_order_free_and_blank_lines(tmp_path: Path) -> None:

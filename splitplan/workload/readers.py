@@ -206,7 +206,8 @@ def _finished(
         raise InputError(f"{first}{more}; use --skip-bad-rows to drop them")
     if not ok.any():
         raise InputError(f"{shown}: no valid requests in trace")
-    t, prompt, output = t[ok], prompt[ok], output[ok]
+    if not ok.all():  # (a clean file's columns are kept as they are, not copied)
+        t, prompt, output = t[ok], prompt[ok], output[ok]
     if fmt in _FROM_FIRST_ROW:
         t = t - t[0]
     meta = {"source": shown, "format": fmt}

@@ -261,6 +261,8 @@ def _scan_mooncake(raw: bytes, p: Path, shown: str, skip_bad_rows: bool) -> Trac
                         problem = f"{key} is not an integer: {_show(str(value))}"
                     elif value < 1:
                         problem = f"{key} must be ≥ 1, got {value}"
+                    elif value >= 10**18:  # (the CSV formats' bound: 18 digits)
+                        problem = f"{key} is too large: {_show(str(value))}"
                     if problem:
                         break
         if problem is not None:

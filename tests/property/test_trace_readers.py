@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -13,7 +14,9 @@ from hypothesis import strategies as st
 from splitplan.cli import main
 from splitplan.errors import InputError
 from splitplan.workload import read_trace, scan_trace
-from splitplan.workload.readers import AZURE_COLUMNS, REFERENCE_COLUMNS
+from splitplan.workload.readers import AZURE_COLUMNS, MOONCAKE_KEYS, REFERENCE_COLUMNS
+
+BURSTGPT_HEADER = ["Timestamp", "Model", "Request tokens", "Response tokens", "Total tokens", "Log Type"]
 
 SETTINGS = settings(
     max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -47,21 +50,35 @@ def _ref_row(i: int, t: float, p: int, o: int) -> list[str]:
     return [str(i), "2", "0", repr(t), "1", str(p), str(o)]
 
 
-def _az_row(i: int, t: float, p: int, o: int) -> list[str]:
+def _az_row(i: int, t: float, p: int, o: int, offset_min: int | None = None) -> list[str]:
+    """An Azure row: a naive time (the 2023 release) or, with `offset_min`, the same instant written
+    in a zone `offset_min` minutes east of UTC (the 2024 release writes +00:00)."""
     ts = np.datetime64("2023-11-16T18:00:00", "us") + np.timedelta64(int(t * 1e6), "us")
-    return [str(ts).replace("T", " "), str(p), str(o)]
+    if offset_min is None:
+        return [str(ts).replace("T", " "), str(p), str(o)]
+    local = ts + np.timedelta64(offset_min, "m")
+    sign, m = ("+" if offset_min >= 0 else "-"), abs(offset_min)
+    return [f"{str(local).replace('T', ' ')}{sign}{m // 60:02d}:{m % 60:02d}", str(p), str(o)]
+
+
+def _burst_row(i: int, t: float, p: int, o: int) -> list[str]:
+    return [repr(5.0 + t), "ChatGPT", str(p), str(o), str(p + o), "Conversation log"]
 
 
 @st.composite
 def corrupted_csv(draw: st.DrawFn) -> tuple[str, int]:
     """A valid trace of either format, then a few random corruptions; returns (text, #clean rows)."""
-    azure = draw(st.booleans())
-    header = list(AZURE_COLUMNS if azure else REFERENCE_COLUMNS)
+    fmt = draw(st.sampled_from(["azure", "azure-offset", "burstgpt", "reference"]))
+    header = list({"burstgpt": BURSTGPT_HEADER, "reference": REFERENCE_COLUMNS}.get(fmt, AZURE_COLUMNS))
+    offset_min = draw(st.integers(-12 * 60, 14 * 60)) if fmt == "azure-offset" else None
     n = draw(st.integers(0, 12))
     gaps = draw(st.lists(st.floats(0, 5, allow_nan=False), min_size=n, max_size=n))
     sizes = draw(st.lists(st.tuples(st.integers(1, 10**5), st.integers(1, 10**4)), min_size=n, max_size=n))
     t = np.cumsum(gaps) if n else np.array([])
-    rows = [(_az_row if azure else _ref_row)(i, float(t[i]), *sizes[i]) for i in range(n)]
+    if fmt.startswith("azure"):
+        rows = [_az_row(i, float(t[i]), *sizes[i], offset_min=offset_min) for i in range(n)]
+    else:
+        rows = [(_burst_row if fmt == "burstgpt" else _ref_row)(i, float(t[i]), *sizes[i]) for i in range(n)]
     corruptions = draw(st.integers(0, 4))
     for _ in range(corruptions):
         kind = draw(st.sampled_from(["cell", "drop_cell", "add_cell", "swap", "blank", "header", "junk"]))
@@ -132,11 +149,105 @@ def test_corrupted_csv_parses_or_fails_in_one_line(
 
 
 @SETTINGS
-@given(data=st.binary(max_size=300), header=st.sampled_from(["", "azure", "reference"]))
+@given(
+    gaps=st.lists(st.floats(0, 5, allow_nan=False), min_size=1, max_size=12),
+    offset_min=st.integers(-12 * 60, 14 * 60),
+)
+def test_a_utc_offset_names_the_same_instants(gaps: list[float], offset_min: int) -> None:
+    """The same instants written as naive times or in any zone read to the same arrivals."""
+    t = np.cumsum(gaps)
+    with tempfile.TemporaryDirectory() as d:
+        read = []
+        for offset in (None, offset_min):
+            path = Path(d) / f"{offset}.csv"
+            rows = [",".join(_az_row(i, float(x), 10, 5, offset_min=offset)) for i, x in enumerate(t)]
+            path.write_text("\n".join([",".join(AZURE_COLUMNS), *rows]) + "\n", encoding="utf-8")
+            read.append(read_trace(path).arrival_s)
+    np.testing.assert_allclose(read[1], read[0], atol=1e-9)
+
+
+def _json_object(line: str) -> dict | None:
+    """The line's JSON object, or None where an earlier corruption left none."""
+    try:
+        row = json.loads(line)
+    except ValueError:
+        return None
+    return row if isinstance(row, dict) else None
+
+
+@st.composite
+def corrupted_jsonl(draw: st.DrawFn) -> tuple[str, int]:
+    """A valid Mooncake trace, then a few random corruptions; returns (text, #clean lines)."""
+    n = draw(st.integers(1, 12))
+    stamps = np.cumsum(draw(st.lists(st.integers(0, 5000), min_size=n, max_size=n)))
+    sizes = draw(st.lists(st.tuples(st.integers(1, 10**5), st.integers(1, 10**4)), min_size=n, max_size=n))
+    lines = [
+        json.dumps({"timestamp": int(ms), "input_length": p, "output_length": o, "hash_ids": [1, 2]})
+        for ms, (p, o) in zip(stamps, sizes, strict=True)
+    ]
+    corruptions = draw(st.integers(0, 4))
+    for _ in range(corruptions):
+        r = draw(st.integers(0, len(lines) - 1))
+        kind = draw(st.sampled_from(["cell", "drop_key", "junk", "truncate", "swap"]))
+        row = _json_object(lines[r])
+        if kind == "cell" and row is not None:
+            row[draw(st.sampled_from(MOONCAKE_KEYS))] = draw(
+                st.one_of(
+                    st.none(),
+                    st.booleans(),
+                    st.integers(-5, 10**20),
+                    st.sampled_from([0, -1, 10**18, 2**63, 10**30]),
+                    st.floats(),
+                    st.text(max_size=4),
+                )
+            )
+            lines[r] = json.dumps(row)
+        elif kind == "drop_key" and row is not None:
+            row.pop(draw(st.sampled_from(MOONCAKE_KEYS)), None)
+            lines[r] = json.dumps(row)
+        elif kind == "junk":
+            lines.insert(r, draw(cell))
+        elif kind == "truncate":
+            lines[r] = lines[r][: draw(st.integers(0, len(lines[r])))]
+        else:
+            r2 = draw(st.integers(0, len(lines) - 1))
+            lines[r], lines[r2] = lines[r2], lines[r]
+    return "\n".join(lines) + "\n", (n if corruptions == 0 else -1)
+
+
+@SETTINGS
+@given(case=corrupted_jsonl(), skip=st.booleans())
+def test_corrupted_mooncake_parses_or_fails_in_one_line(
+    case: tuple[str, int], skip: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text, clean_lines = case
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "trace.jsonl"
+        path.write_text(text, encoding="utf-8")
+        _check_one_line(path, capsys)
+        if clean_lines > 0:
+            assert read_trace(path).n == clean_lines
+        if skip:
+            try:
+                read = scan_trace(path, skip_bad_rows=True)
+            except InputError as exc:
+                message = str(exc)
+                assert "\n" not in message
+            else:
+                assert all(str(b).startswith(f"{path}:") for b in read.bad_rows)
+                assert np.all(np.diff(read.workload.arrival_s) >= 0)
+
+
+@SETTINGS
+@given(
+    data=st.binary(max_size=300), header=st.sampled_from(["", "azure", "burstgpt", "mooncake", "reference"])
+)
 def test_random_bytes_never_traceback(data: bytes, header: str, capsys: pytest.CaptureFixture[str]) -> None:
     prefix = {
         "": b"",
         "azure": ",".join(AZURE_COLUMNS).encode() + b"\n",
+        "burstgpt": ",".join(BURSTGPT_HEADER).encode() + b"\n",
+        "mooncake": b'{"timestamp": 0, "input_length": 5, "output_length": 2}\n',
         "reference": ",".join(REFERENCE_COLUMNS).encode() + b"\n",
     }[header]
     with tempfile.TemporaryDirectory() as d:

@@ -147,6 +147,12 @@ def test_burstgpt_failed_requests_are_bad_rows(tmp_path: Path) -> None:
         ('{"timestamp": 2000, "input_length": 7}', "missing output_length"),
         ('{"timestamp": 2000, "input_length": 0, "output_length": 3}', "input_length must be ≥ 1, got 0"),
         ('{"timestamp": 2000, "input_length": 7, "output_length": 2.5}', "output_length is not an integer"),
+        (
+            '{"timestamp": 2000, "input_length": 100000000000000000000, "output_length": 2}',
+            "input_length is too large",
+        ),
+        ('{"timestamp": 1e400, "input_length": 7, "output_length": 2}', "timestamp is not a non-negative"),
+        ('{"timestamp": NaN, "input_length": 7, "output_length": 2}', "timestamp is not a non-negative"),
         ('{"timestamp": "soon", "input_length": 7, "output_length": 2}', "timestamp is not a non-negative"),
         ('{"timestamp": 500, "input_length": 7, "output_length": 2}', "timestamp goes backwards"),
     ],

@@ -140,7 +140,7 @@ def scan_trace(path: str | Path, *, skip_bad_rows: bool = False) -> TraceRead:
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise InputError(f"{shown}:{line}: not UTF-8 text (byte {exc.start + 1} of the file)") from None
-    if raw.lstrip()[:1] == b"{":
+    if raw.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"{":  # (after a UTF-8 byte-order mark)
         return _scan_mooncake(raw, p, shown, skip_bad_rows)
     header = _read_header(raw, shown)
     fmt = detect_format(header)
@@ -231,7 +231,7 @@ def _scan_mooncake(raw: bytes, p: Path, shown: str, skip_bad_rows: bool) -> Trac
         return _finished(
             p, shown, "mooncake", t, prompt, output, np.ones(len(t), dtype=bool), {}, skip_bad_rows
         )
-    texts = raw.decode("utf-8").split("\n")
+    texts = raw.decode("utf-8-sig").split("\n")
     rows = [(n + 1, line) for n, line in enumerate(texts) if line.strip()]
     lines = np.array([n for n, _ in rows], dtype=np.int64)
     t = np.full(len(rows), np.nan)
@@ -271,8 +271,6 @@ def _scan_mooncake(raw: bytes, p: Path, shown: str, skip_bad_rows: bool) -> Trac
             continue
         t[i] = float(ms) / 1e3  # type: ignore[arg-type]
         prompt[i], output[i] = int(n_in), int(n_out)  # type: ignore[arg-type]
-    if not len(rows):
-        raise InputError(f"{shown}: no valid requests in trace")
     _monotonic(t, lines, ok, bad, shown, "timestamp")
     return _finished(p, shown, "mooncake", t, prompt, output, ok, bad, skip_bad_rows)
 

@@ -96,6 +96,17 @@ def test_azure_format_relative_seconds(tmp_path: Path) -> None:
             [52, 26, 61],
             id="mooncake",
         ),
+        pytest.param(
+            # a UTF-8 byte-order mark before the first line
+            "with_bom.jsonl",
+            '\ufeff{"timestamp": 0, "input_length": 5, "output_length": 2}\n'
+            '{"timestamp": 10, "input_length": 6, "output_length": 3}\n',
+            "mooncake",
+            [0.0, 0.01],
+            [5, 6],
+            [2, 3],
+            id="mooncake-bom",
+        ),
     ],
 )
 def test_public_trace_formats(

@@ -166,7 +166,7 @@ def row_percentiles(
             continue
         above = pivots[pivots > k]  # rank k + 1: the least of what lies up to the next pivot
         b = np.fmin.reduce(part[..., k + 1 : int(above[0]) + 1 if len(above) else n], axis=-1)
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):  # ±inf where numpy's own gives it
             diff = b - a
             lerp = a + diff * gamma[j] if gamma[j] < 0.5 else b - diff * (1.0 - gamma[j])
             out[j] = np.where(a == b, a, lerp)

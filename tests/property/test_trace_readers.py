@@ -124,14 +124,12 @@ def _check_one_line(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert message is None or "\n" not in message
 
 
-@SETTINGS
-@given(case=corrupted_csv(), skip=st.booleans())
-def test_corrupted_csv_parses_or_fails_in_one_line(
-    case: tuple[str, int], skip: bool, capsys: pytest.CaptureFixture[str]
+def _parses_or_fails_in_one_line(
+    text: str, clean_rows: int, name: str, skip: bool, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    text, clean_rows = case
+    """The file parses (all of it when uncorrupted) or fails in one line, with or without skip mode."""
     with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "trace.csv"
+        path = Path(d) / name
         path.write_text(text, encoding="utf-8")
         _check_one_line(path, capsys)
         if clean_rows > 0:  # uncorrupted input must parse completely
@@ -146,6 +144,14 @@ def test_corrupted_csv_parses_or_fails_in_one_line(
                 assert read.workload.n + len(read.bad_rows) >= 1
                 assert all(str(b).startswith(f"{path}:") for b in read.bad_rows)
                 assert np.all(np.diff(read.workload.arrival_s) >= 0)
+
+
+@SETTINGS
+@given(case=corrupted_csv(), skip=st.booleans())
+def test_corrupted_csv_parses_or_fails_in_one_line(
+    case: tuple[str, int], skip: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _parses_or_fails_in_one_line(*case, "trace.csv", skip, capsys)
 
 
 @SETTINGS
@@ -220,22 +226,7 @@ def corrupted_jsonl(draw: st.DrawFn) -> tuple[str, int]:
 def test_corrupted_mooncake_parses_or_fails_in_one_line(
     case: tuple[str, int], skip: bool, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    text, clean_lines = case
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "trace.jsonl"
-        path.write_text(text, encoding="utf-8")
-        _check_one_line(path, capsys)
-        if clean_lines > 0:
-            assert read_trace(path).n == clean_lines
-        if skip:
-            try:
-                read = scan_trace(path, skip_bad_rows=True)
-            except InputError as exc:
-                message = str(exc)
-                assert "\n" not in message
-            else:
-                assert all(str(b).startswith(f"{path}:") for b in read.bad_rows)
-                assert np.all(np.diff(read.workload.arrival_s) >= 0)
+    _parses_or_fails_in_one_line(*case, "trace.jsonl", skip, capsys)
 
 
 @SETTINGS

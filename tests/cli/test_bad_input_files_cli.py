@@ -15,7 +15,6 @@ import pytest
 from splitplan._paths import data_dir
 from splitplan.catalog._load import CATALOG_ENV, clear_caches
 from splitplan.cli import main
-from splitplan.perf.measurements import MEASUREMENT_COLUMNS
 
 SECRET = "S3CR3T"
 URL = f"s3://u:{SECRET}@h/cat"
@@ -30,13 +29,6 @@ CONFIG = {
     "vocab_size": 32000,
     "torch_dtype": "float16",
 }
-HEADER = ",".join((*MEASUREMENT_COLUMNS, "estimated", "derivation", "notes")) + "\n"
-ROWS = (
-    "eng,llama2-7b,a100-80gb,1,fp16,prompt,1,192,,,24,no,,\n"
-    "eng,llama2-7b,a100-80gb,1,fp16,prompt,1,1536,,,117,no,,\n"
-    "eng,llama2-7b,a100-80gb,1,fp16,token,8,,8000,,12,no,,\n"
-    "eng,llama2-7b,a100-80gb,1,fp16,static_batch,64,192,,128,2400,no,,\n"
-)
 SIM = ["simulate", "--design", "splitwise-hh", "--prompt", "2", "--token", "2", "--rate", "5"]
 SIM_A = [*SIM, "--duration", "5", "--engine", "analytic"]
 
@@ -182,16 +174,10 @@ def test_import_hf_out_must_be_a_folder(tmp_path, capsys, monkeypatch) -> None:
     _error(capsys, ["catalog", "import-hf", cfg, "--out", str(tmp_path / "outbin")], "models.toml", "UTF-8")
 
 
-def _table(tmp_path: Path) -> Path:
-    f = tmp_path / "m.csv"
-    f.write_text(HEADER + ROWS)
-    return f
-
-
 # bug 8: perf fit --name --out
-def test_perf_fit_out_must_be_a_folder(tmp_path, capsys, monkeypatch) -> None:
+def test_perf_fit_out_must_be_a_folder(tmp_path, capsys, monkeypatch, measurement_table) -> None:
     monkeypatch.chdir(tmp_path)  # where a URL taken for a path would become a folder `s3:`
-    fit = ["perf", "fit", "--profile", str(_table(tmp_path)), "--name", "s2", "--out"]
+    fit = ["perf", "fit", "--profile", str(measurement_table), "--name", "s2", "--out"]
     afile = _afile(tmp_path)
     for out in (afile, afile / "sub"):
         _error(capsys, [*fit, str(out)], "--out", "is a file, not a folder")
@@ -200,8 +186,8 @@ def test_perf_fit_out_must_be_a_folder(tmp_path, capsys, monkeypatch) -> None:
 
 
 # bug 9: --tensor-parallel 0 is refused, not taken as 8
-def test_perf_fit_refuses_tensor_parallel_zero(tmp_path, capsys) -> None:
-    argv = ["perf", "fit", "--profile", str(_table(tmp_path)), "--out", str(tmp_path / "c.toml")]
+def test_perf_fit_refuses_tensor_parallel_zero(tmp_path, capsys, measurement_table) -> None:
+    argv = ["perf", "fit", "--profile", str(measurement_table), "--out", str(tmp_path / "c.toml")]
     _error(capsys, [*argv, "--tensor-parallel", "0"], "--tensor-parallel", "≥ 1")
 
 

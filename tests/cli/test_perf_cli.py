@@ -6,30 +6,12 @@ import json
 import tomllib
 
 from splitplan.cli import main
-from splitplan.perf.measurements import MEASUREMENT_COLUMNS
-
-# the measurement schema's columns (the reader's own list) and its three optional ones
-HEADER = ",".join((*MEASUREMENT_COLUMNS, "estimated", "derivation", "notes")) + "\n"
-ROWS = (
-    "eng,llama2-7b,a100-80gb,1,fp16,prompt,1,192,,,24,no,,\n"
-    "eng,llama2-7b,a100-80gb,1,fp16,prompt,1,1536,,,117,no,,\n"
-    "eng,llama2-7b,a100-80gb,1,fp16,token,8,,8000,,12,no,,\n"
-    "eng,llama2-7b,a100-80gb,1,fp16,static_batch,64,192,,128,2400,no,,\n"
-    "eng,llama2-70b,h100-80gb,4,fp8,prompt,1,192,,,33,no,,\n"
-    "eng,llama2-70b,h100-80gb,4,fp8,prompt,1,1536,,,97,no,,\n"
-    "eng,llama2-70b,h100-80gb,4,fp8,token,64,,64000,,20,no,,\n"
-    "eng,llama2-70b,h100-80gb,4,fp8,static_batch,64,1536,,128,17000,no,,\n"
-)
 
 
-def _table(tmp_path):
-    f = tmp_path / "m.csv"
-    f.write_text(HEADER + ROWS)
-    return f
-
-
-def test_check_measurement_table_json_has_precision_source_and_static_batch(tmp_path, capsys) -> None:
-    f = _table(tmp_path)
+def test_check_measurement_table_json_has_precision_source_and_static_batch(
+    tmp_path, capsys, measurement_table
+) -> None:
+    f = measurement_table
     assert main(["perf", "check", "--profile", str(f), "--perf", "datasheet", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["perf"] == "datasheet"
@@ -42,10 +24,10 @@ def test_check_measurement_table_json_has_precision_source_and_static_batch(tmp_
     assert set(doc["overall"]) == {"prompt_mape", "token_mape", "static_batch_mape"}
 
 
-def test_check_table_output_and_stack_file_path(tmp_path, capsys) -> None:
+def test_check_table_output_and_stack_file_path(tmp_path, capsys, measurement_table) -> None:
     from splitplan.perf.stacks import find_stack
 
-    f = _table(tmp_path)
+    f = measurement_table
     path = str(find_stack("kernels"))
     assert main(["perf", "check", "--profile", str(f), "--perf", path]) == 0
     out = capsys.readouterr().out
@@ -53,8 +35,10 @@ def test_check_table_output_and_stack_file_path(tmp_path, capsys) -> None:
     assert "static_batch MAPE" in out
 
 
-def test_fit_writes_a_stack_the_catalog_finds_with_true_provenance(tmp_path, capsys, monkeypatch) -> None:
-    f = _table(tmp_path)
+def test_fit_writes_a_stack_the_catalog_finds_with_true_provenance(
+    tmp_path, capsys, monkeypatch, measurement_table
+) -> None:
+    f = measurement_table
     cat = tmp_path / "cat"
     argv = ["perf", "fit", "--profile", str(f), "--name", "myengine", "--out", str(cat), "--cv", "group"]
     assert main(argv) == 0
@@ -84,8 +68,8 @@ def _one_line_error(capsys, argv: list[str], needle: str) -> None:
     assert needle in lines[0]
 
 
-def test_bad_inputs_are_one_line(tmp_path, capsys) -> None:
-    f = _table(tmp_path)
+def test_bad_inputs_are_one_line(tmp_path, capsys, measurement_table, measurement_header) -> None:
+    f = measurement_table
     _one_line_error(capsys, ["perf", "check", "--profile", str(f), "--perf", "nostack"], "nostack")
     _one_line_error(
         capsys, ["perf", "fit", "--profile", str(f), "--out", str(tmp_path), "--knee"], "need --name"
@@ -101,5 +85,5 @@ def test_bad_inputs_are_one_line(tmp_path, capsys) -> None:
         "no rows",
     )
     bad = tmp_path / "bad.csv"
-    bad.write_text(HEADER + "eng,llama2-7b,a100-80gb,1,fp8,prompt,1,192,,,23,no,,\n")
+    bad.write_text(measurement_header + "eng,llama2-7b,a100-80gb,1,fp8,prompt,1,192,,,23,no,,\n")
     _one_line_error(capsys, ["perf", "check", "--profile", str(bad), "--perf", "kernels"], "fp8")

@@ -8,18 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from search_fakes import FakeEvaluator, exhaustive_optimum
 
+from splitplan.design import PAPER_DESIGNS
 from splitplan.search import SearchProblem, paper_space, run_search
 from splitplan.search.evaluate import Decision
 from splitplan.search.grid import classify, make_grid, near_miss_only, threshold
 
-DESIGNS = (
-    "baseline-a100",
-    "baseline-h100",
-    "splitwise-aa",
-    "splitwise-hh",
-    "splitwise-ha",
-    "splitwise-hhcap",
-)
+DESIGNS = PAPER_DESIGNS
 
 
 @given(st.integers(0, 60), st.integers(-5, 70), st.integers(1, 60), st.booleans())

@@ -14,7 +14,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from splitplan.catalog import Machine, get_machine_type
+from splitplan.catalog import Machine, get_machine_type, unknown_name
 from splitplan.catalog.precision import Precision, parse_precision
 from splitplan.errors import CatalogError, InputError
 
@@ -139,7 +139,7 @@ def get_design(name: str) -> Design:
     designs = {**_paper_designs(), **_chunked_designs()}
     key = name.lower()
     if key not in designs:
-        raise CatalogError(f"unknown design {name!r} (known: {', '.join(designs)}; or custom pools)")
+        raise unknown_name("design", name, list(designs), "; or custom pools")
     return designs[key]
 
 

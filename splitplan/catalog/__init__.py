@@ -1,6 +1,6 @@
 """Layer 1 — the catalog: GPUs, machine types, models (pure data, validated, frozen)."""
 
-from splitplan.catalog._load import entry_origin, use_user_catalogs, user_catalog_dirs
+from splitplan.catalog._load import entry_origin, unknown_name, use_user_catalogs, user_catalog_dirs
 from splitplan.catalog.hardware import (
     GpuSpec,
     Machine,
@@ -25,6 +25,7 @@ __all__ = [
     "list_gpus",
     "list_machine_types",
     "list_models",
+    "unknown_name",
     "use_user_catalogs",
     "user_catalog_dirs",
     "validate_power_cap",

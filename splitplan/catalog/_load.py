@@ -11,6 +11,7 @@ dataclass: a missing field, an unknown key or a name given twice in one file is 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import tomllib
 from collections.abc import Callable
@@ -40,6 +41,16 @@ def register_schema(kind: str, cls: type) -> None:
 def register_cache(fn: Callable[..., Any]) -> Callable[..., Any]:
     _CACHES.append(fn)
     return fn
+
+
+def unknown_name(what: str, name: str, known: list[str], hint: str = "") -> CatalogError:
+    """The one line for a name the catalog does not hold: the closest known names first (a typo's
+    fix is then one glance away), then every known name, so that the line alone answers it."""
+    close = difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.6)
+    quoted = [repr(c) for c in close]
+    either = ", ".join(quoted[:-1]) + " or " if len(quoted) > 1 else ""
+    guess = f"; did you mean {either}{quoted[-1]}?" if close else ""
+    return CatalogError(f"unknown {what} {name!r}{guess} (known: {', '.join(known)}{hint})")
 
 
 def user_catalog_dirs() -> tuple[Path, ...]:

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from functools import cache
 
-from splitplan.catalog._load import entry_origin, load_table, register_cache, register_schema
+from splitplan.catalog._load import entry_origin, load_table, register_cache, register_schema, unknown_name
 from splitplan.catalog.precision import Precision, parse_precision
 from splitplan.errors import CatalogError, InputError
 
@@ -223,7 +223,7 @@ def get_gpu(name: str) -> GpuSpec:
     table = load_table("gpu")
     key = name.lower()
     if key not in table:
-        raise CatalogError(f"unknown GPU {name!r} (known: {', '.join(sorted(table))})")
+        raise unknown_name("GPU", name, sorted(table))
     try:
         return GpuSpec(name=key, **table[key])
     except CatalogError as exc:
@@ -235,13 +235,7 @@ def get_gpu(name: str) -> GpuSpec:
 def get_machine_type(name: str) -> MachineType:
     """A machine type by machine name (dgx-h100) or by GPU name (h100-80gb → its 8-GPU machine)."""
     table = load_table("machine")
-    key = name.lower()
-    if key not in table:
-        by_gpu = [m for m, entry in table.items() if entry["gpu"] == key]
-        if not by_gpu:
-            known = sorted(table) + sorted(load_table("gpu"))
-            raise CatalogError(f"unknown machine or GPU {name!r} (known: {', '.join(known)})")
-        key = by_gpu[0]
+    key = _machine_key(name, table)
     entry = dict(table[key])
     load_table("gpu")  # a GPU file that cannot be read is its own error, not this machine's
     try:
@@ -252,6 +246,26 @@ def get_machine_type(name: str) -> MachineType:
         return MachineType(name=key, gpu=gpu, **entry)
     except CatalogError as exc:
         raise CatalogError(f"{entry_origin('machine', key)} catalog: {exc}") from None
+
+
+def _machine_key(name: str, table: dict[str, dict[str, object]]) -> str:
+    """The machine a name picks: a machine type's name; a GPU's (its machine); or a chip's short
+    name, one hyphen-separated part of exactly one machine's name or its GPU's (`h200` is
+    `hgx-h200` with `h200-141gb`), since people name hardware by its chip. A short name that several
+    machines share (`80gb`, `dgx`) is refused with their names, never picked by order."""
+    key = name.lower()
+    if key in table:
+        return key
+    by_gpu = [m for m, entry in table.items() if entry["gpu"] == key]
+    if by_gpu:
+        return by_gpu[0]
+    by_part = [m for m, e in table.items() if key and key in (*m.split("-"), *str(e["gpu"]).split("-"))]
+    if len(by_part) == 1:
+        return by_part[0]
+    if by_part:
+        several = ", ".join(sorted(by_part))
+        raise CatalogError(f"{name!r} names several machine types ({several}): give one of them")
+    raise unknown_name("machine or GPU", name, sorted(table) + sorted(load_table("gpu")))
 
 
 def list_gpus() -> list[GpuSpec]:

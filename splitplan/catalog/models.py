@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from splitplan.catalog._load import entry_origin, load_table, register_cache, register_schema
+from splitplan.catalog._load import entry_origin, load_table, register_cache, register_schema, unknown_name
 from splitplan.catalog.precision import Precision
 from splitplan.errors import CatalogError
 
@@ -109,7 +109,7 @@ def get_model(name: str) -> ModelSpec:
     table = load_table("model")
     key = name.lower()
     if key not in table:
-        raise CatalogError(f"unknown model {name!r} (known: {', '.join(sorted(table))})")
+        raise unknown_name("model", name, sorted(table))
     try:
         return ModelSpec(name=key, **table[key])
     except CatalogError as exc:

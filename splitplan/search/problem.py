@@ -72,8 +72,12 @@ class PoolSpace:
     def __post_init__(self) -> None:
         if not self.gpus:
             raise InputError("a pool needs at least one GPU or machine type")
+        seen: dict[str, str] = {}
         for g in self.gpus:
-            get_machine_type(g)  # raises CatalogError on unknown names
+            machine = get_machine_type(g).name  # raises CatalogError on unknown names
+            if machine in seen:  # two names of one machine would search it twice as if two
+                raise InputError(f"{seen[machine]!r} and {g!r} name the same machine type, {machine}")
+            seen[machine] = g
         lo = validate_power_cap(self.power_cap[0], "power cap")
         hi = validate_power_cap(self.power_cap[1], "power cap")
         if hi < lo:

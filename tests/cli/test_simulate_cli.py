@@ -95,6 +95,8 @@ def test_rich_table_names_binding_slo(capsys):
         (["--design", "splitwise-hh", "--prompt", "-3", "--token", "1"], "--prompt"),
         (["--design", "baseline-h100"], "--machines"),
         (["--prompt-gpu", "tpu-v9", "--prompt", "1", "--token", "1"], "unknown machine or GPU"),
+        (["--prompt-gpu", "80gb", "--prompt", "1", "--token", "1"], "names several machine types"),
+        (["--design", "splitwise-h", "--prompt", "1", "--token", "1"], "did you mean 'splitwise-hh'"),
         (
             ["--prompt-gpu", "h100-80gb", "--prompt-power-cap", "1.5", "--prompt", "1", "--token", "1"],
             "power-cap",

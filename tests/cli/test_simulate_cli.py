@@ -194,3 +194,12 @@ def test_table_shows_the_slo_files_limits(tmp_path, capsys):
     assert "0.4" in out
     assert "5 s" in out
     assert "FAIL" in out
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"), [(0.000491, "0.491 ms"), (0.0344, "34.4 ms"), (0.5, "500 ms"), (12.34, "12.3 s")]
+)
+def test_the_simulation_wall_time_keeps_three_figures(seconds: float, shown: str) -> None:
+    from splitplan.cli.simulate import _wall
+
+    assert _wall(seconds) == shown

@@ -110,6 +110,8 @@ class ImportedModel:
     entry: dict[str, Any]
     toml: str
     path: Path | None
+    # what of the architecture the entry does not model (sliding-window attention), also in its source
+    notes: tuple[str, ...] = ()
 
 
 def catalog_import_hf(
@@ -117,8 +119,8 @@ def catalog_import_hf(
 ) -> ImportedModel:
     """The `models` entry of a Hugging Face config.json (parameter counts computed); with `out`,
     added to that user catalog folder's models.toml."""
-    from splitplan.catalog.hf import add_to_catalog, entry_toml, model_entry_from_hf
+    from splitplan.catalog.hf import add_to_catalog, entry_toml, read_hf_config
 
-    entry_name, entry = model_entry_from_hf(Path(config), name)
+    entry_name, entry, notes = read_hf_config(Path(config), name)
     path = None if out is None else add_to_catalog(Path(out), entry_name, entry)
-    return ImportedModel(entry_name, entry, entry_toml(entry_name, entry), path)
+    return ImportedModel(entry_name, entry, entry_toml(entry_name, entry), path, notes)

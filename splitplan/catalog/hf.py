@@ -7,6 +7,15 @@ the config has them, or DeepSeek's multi-head latent attention), a gated MLP (ga
 projections — the Llama/Mistral/Qwen/DeepSeek family) or, in MoE layers, every routed expert plus
 the router and any shared experts, and the RMSNorm weights. `active_params` counts the
 `num_experts_per_tok` routed experts a token uses instead of all of them.
+
+Mixture-of-experts families name the same facts differently, and each is read by its own keys:
+the expert count (Mixtral's `num_local_experts`, DeepSeek's `n_routed_experts`, Qwen's
+`num_experts`), which layers hold experts (DeepSeek's `first_k_dense_replace` and
+`moe_layer_freq`, Qwen's `decoder_sparse_step` and `mlp_only_layers`, Llama 4's `moe_layers` or
+`interleave_moe_layer_step`, whose dense layers are `intermediate_size_mlp` wide) and the shared
+experts (DeepSeek's `n_shared_experts`, Qwen2-MoE's `shared_expert_intermediate_size`, Llama 4's
+one per MoE layer). A config that names experts in keys none of these reads is refused: imported as
+a dense model it would be a fraction of its size.
 """
 
 from __future__ import annotations
@@ -29,7 +38,14 @@ _MAX_SIZE = 10_000_000
 
 
 def model_entry_from_hf(path: str | Path, name: str | None = None) -> tuple[str, dict[str, Any]]:
-    """(catalog name, entry fields) from a config.json; the entry is validated as a ModelSpec.
+    """(catalog name, entry fields) from a config.json; see `read_hf_config`."""
+    label, entry, _ = read_hf_config(path, name)
+    return label, entry
+
+
+def read_hf_config(path: str | Path, name: str | None = None) -> tuple[str, dict[str, Any], tuple[str, ...]]:
+    """(catalog name, entry fields, notes) from a config.json; the entry is validated as a ModelSpec,
+    and the notes say what of the architecture the entry does not model (also kept in its source).
 
     Every field used is checked before any arithmetic: a whole number within bounds (JSON parsed by
     Python admits NaN, Infinity and 1e30, which would crash the count or write nonsense), KV heads
@@ -74,15 +90,23 @@ def model_entry_from_hf(path: str | Path, name: str | None = None) -> tuple[str,
             f"{path}: num_key_value_heads ({kv_heads}) must divide num_attention_heads ({heads})"
         )
     head_dim = opt("head_dim", hidden // heads, 1)
-    experts = opt("num_local_experts", opt("n_routed_experts", 1, 1), 1)
-    per_token = opt("num_experts_per_tok", 1, 1) if experts > 1 else 1
-    ffn_dense = opt("intermediate_size", 0)
-    ffn_expert = opt("moe_intermediate_size", ffn_dense)
-    if (ffn_expert if experts > 1 else ffn_dense) <= 0:
+
+    def first(keys: tuple[str, ...], default: int, low: int = 0) -> int:
+        return next((size(k, cfg[k], low) for k in keys if cfg.get(k) is not None), default)
+
+    experts = first(("num_local_experts", "n_routed_experts", "num_experts"), 1, 1)
+    _refuse_unread_experts(path, cfg, experts)
+    per_token = first(("num_experts_per_tok", "experts_per_token"), 1, 1) if experts > 1 else 1
+    ffn_expert = first(("moe_intermediate_size", "intermediate_size"), 0)
+    ffn_dense = first(("intermediate_size_mlp", "intermediate_size"), 0)  # Llama 4: its dense layers
+    moe_layers = _moe_layer_count(path, cfg, layers, size) if experts > 1 else 0
+    dense_layers = layers - moe_layers
+    if (experts > 1 and ffn_expert <= 0) or (dense_layers and ffn_dense <= 0):
         raise InputError(f"{path}: intermediate_size (or moe_intermediate_size) must be a positive integer")
-    shared = opt("n_shared_experts", 0) if experts > 1 else 0
-    dense_layers = layers if experts == 1 else min(layers, opt("first_k_dense_replace", 0))
-    moe_layers = layers - dense_layers
+    llama4 = str(cfg.get("model_type", "")).startswith("llama4")  # one shared expert per MoE layer
+    shared = (1 if llama4 else opt("n_shared_experts", 0)) if experts > 1 else 0
+    # Qwen2-MoE: one shared MLP of its own width, scaled by a one-output gate
+    shared_wide = opt("shared_expert_intermediate_size", 0) if experts > 1 else 0
     kv_lora = opt("kv_lora_rank", 0)
     rope = opt("qk_rope_head_dim", 0)
     mla_kv_dim = kv_lora + rope if kv_lora else 0
@@ -99,13 +123,18 @@ def model_entry_from_hf(path: str | Path, name: str | None = None) -> tuple[str,
         attn = q + kv + heads * v_dim * hidden
     else:
         attn = 2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim
-        if cfg.get("attention_bias") or cfg.get("model_type") == "qwen2":
+        if cfg.get("attention_bias") or cfg.get("model_type") in ("qwen2", "qwen2_moe"):
             attn += heads * head_dim + 2 * kv_heads * head_dim
     mlp = 3 * hidden  # gate, up, down per intermediate unit
     embed = vocab * hidden * (1 if cfg.get("tie_word_embeddings") else 2)
     per_layer = attn + 2 * hidden
     routed = experts * mlp * ffn_expert if experts > 1 else 0
-    moe = routed + hidden * experts + shared * mlp * ffn_expert
+    moe = (
+        routed
+        + hidden * experts
+        + shared * mlp * ffn_expert
+        + (mlp * shared_wide + hidden if shared_wide else 0)
+    )
     params = embed + hidden + layers * per_layer + dense_layers * mlp * ffn_dense + moe_layers * moe
     active = params - moe_layers * (experts - per_token) * mlp * ffn_expert if experts > 1 else params
 
@@ -140,11 +169,85 @@ def model_entry_from_hf(path: str | Path, name: str | None = None) -> tuple[str,
         f"{p.name} ({cfg.get('model_type', 'unknown type')}) via splitplan catalog import-hf; params and "
         "active_params computed from the architecture (gated MLP, all projections, norms)"
     )
+    notes = tuple(n for n in (_local_attention_note(cfg),) if n)
+    if notes:
+        entry["source"] += "; " + "; ".join(notes)
     try:
         ModelSpec(name=label, **entry)
     except CatalogError as exc:
         raise InputError(f"{path}: {exc}") from None
-    return label, entry
+    return label, entry, notes
+
+
+def _local_attention_note(cfg: dict[str, Any]) -> str:
+    """Layers that attend within a window cache at most that many tokens each; the catalog counts
+    KV at full attention on every layer, which overstates the cache (a conservative plan)."""
+    types, window, chunk = cfg.get("layer_types"), cfg.get("sliding_window"), cfg.get("attention_chunk_size")
+    if isinstance(types, list) and types:
+        local = sum(1 for t in types if isinstance(t, str) and ("sliding" in t or "chunk" in t))
+        span = f"{window} tokens" if _positive_int(window) else "a window"
+        what = f"{local} of {len(types)} layers (layer_types) attend within {span}" if local else ""
+    elif _positive_int(chunk):
+        what = f"the chunked-attention layers keep at most attention_chunk_size = {chunk} tokens"
+    elif _positive_int(window) and cfg.get("use_sliding_window", True) is not False:
+        what = f"sliding_window = {window}: layers keep at most {window} tokens"
+    else:
+        what = ""
+    if not what:
+        return ""
+    return (
+        f"KV cache counted at full attention on every layer, while {what}: beyond that context the "
+        "entry overstates the KV per token, and the plan errs toward more machines"
+    )
+
+
+def _positive_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0
+
+
+def _refuse_unread_experts(path: str | Path, cfg: dict[str, Any], experts: int) -> None:
+    """A config whose experts none of the known keys counts would import as a dense model."""
+    if experts > 1:
+        return
+    named = sorted(
+        k
+        for k, v in cfg.items()
+        if "expert" in k.lower() and isinstance(v, int) and not isinstance(v, bool) and v > 1
+    )
+    if named:
+        raise InputError(
+            f"{path}: {', '.join(named)} name experts, but no expert count import-hf reads "
+            "(num_local_experts, n_routed_experts, num_experts): write the entry by hand"
+        )
+
+
+def _moe_layer_count(path: str | Path, cfg: dict[str, Any], layers: int, size: Any) -> int:
+    """How many decoder layers hold the experts, by the config family's own rule."""
+    listed = cfg.get("moe_layers")  # Llama 4 (newer configs): the layers, listed
+    if listed is not None:
+        if not isinstance(listed, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in listed
+        ):
+            raise InputError(f"{path}: moe_layers must be a list of layer indices below {layers}")
+        return len(set(listed))
+    dense_only = cfg.get("mlp_only_layers") or []  # Qwen: layers kept dense
+    if not isinstance(dense_only, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) for i in dense_only
+    ):
+        raise InputError(f"{path}: mlp_only_layers must be a list of layer indices")
+
+    def read(key: str, default: int, low: int) -> int:
+        return default if cfg.get(key) is None else size(key, cfg[key], low)
+
+    first_dense = read("first_k_dense_replace", 0, 0)  # DeepSeek
+    freq = read("moe_layer_freq", 1, 1)  # DeepSeek: every freq-th layer after them
+    # Qwen's decoder_sparse_step and Llama 4's interleave_moe_layer_step: every step-th layer
+    step = read("interleave_moe_layer_step", read("decoder_sparse_step", 1, 1), 1)
+    return sum(
+        1
+        for i in range(layers)
+        if i >= first_dense and i % freq == 0 and (i + 1) % step == 0 and i not in dense_only
+    )
 
 
 def _default_name(cfg: dict[str, Any], path: Path) -> str:

@@ -134,6 +134,10 @@ def import_hf_command(
 
     imported = api.catalog_import_hf(config, name, out)
     entry_name, entry, path = imported.name, imported.entry, imported.path
+    from splitplan.cli._logging import note
+
+    for text in imported.notes:  # on stderr (hidden by --quiet): the printed entry stays clean TOML
+        note(text)
     if path is None:
         typer.echo(imported.toml, nl=False)
         return

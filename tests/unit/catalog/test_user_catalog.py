@@ -209,3 +209,125 @@ def test_import_hf_bad_configs_are_one_line(tmp_path, cfg: dict, message: str) -
     bad.write_text("{not json")
     with pytest.raises(InputError, match="is not JSON"):
         model_entry_from_hf(bad)
+
+
+QWEN3_MOE = {  # Qwen3-30B-A3B's config.json, the keys import-hf reads
+    "model_type": "qwen3_moe",
+    "attention_bias": False,
+    "decoder_sparse_step": 1,
+    "mlp_only_layers": [],
+    "head_dim": 128,
+    "hidden_size": 2048,
+    "intermediate_size": 6144,
+    "moe_intermediate_size": 768,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "num_experts": 128,
+    "num_experts_per_tok": 8,
+    "num_hidden_layers": 48,
+    "vocab_size": 151936,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+LLAMA4_SCOUT = {  # a multimodal config: the text model's keys under text_config
+    "model_type": "llama4",
+    "tie_word_embeddings": False,
+    "text_config": {
+        "model_type": "llama4_text",
+        "hidden_size": 5120,
+        "intermediate_size": 8192,
+        "intermediate_size_mlp": 16384,
+        "num_attention_heads": 40,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "num_hidden_layers": 48,
+        "num_local_experts": 16,
+        "num_experts_per_tok": 1,
+        "interleave_moe_layer_step": 1,
+        "attention_chunk_size": 8192,
+        "vocab_size": 202048,
+        "torch_dtype": "bfloat16",
+    },
+}
+
+MAVERICK_TEXT = LLAMA4_SCOUT["text_config"] | {"num_local_experts": 128, "interleave_moe_layer_step": 2}
+LLAMA4_MAVERICK = LLAMA4_SCOUT | {"text_config": MAVERICK_TEXT}
+
+
+@pytest.mark.parametrize(
+    ("cfg", "total", "active", "experts"),
+    [
+        (QWEN3_MOE, 30.5e9, 3.3e9, 128),  # Qwen: 30.5B total, 3.3B activated
+        (  # Qwen3-235B-A22B: 235B, 22B
+            {**QWEN3_MOE, "hidden_size": 4096, "moe_intermediate_size": 1536, "num_attention_heads": 64}
+            | {"num_hidden_layers": 94},
+            235e9,
+            22e9,
+            128,
+        ),
+        (  # Qwen2-57B-A14B: one shared expert of its own width, q/k/v biases; 57B, 14B
+            {**QWEN3_MOE, "model_type": "qwen2_moe", "hidden_size": 3584, "intermediate_size": 18944}
+            | {"moe_intermediate_size": 2560, "shared_expert_intermediate_size": 20480, "num_experts": 64}
+            | {"num_attention_heads": 28, "num_hidden_layers": 28, "head_dim": 128},
+            57.4e9,
+            14.2e9,
+            64,
+        ),
+        (LLAMA4_SCOUT, 107.8e9, 17.2e9, 16),  # Meta: 109B with the vision encoder, 17B active
+        (LLAMA4_MAVERICK, 400.7e9, 17.2e9, 128),  # every other layer MoE, dense ones wider; 400B, 17B
+        (  # the same model as newer configs write it: the MoE layers listed
+            LLAMA4_MAVERICK | {"text_config": MAVERICK_TEXT | {"moe_layers": list(range(1, 48, 2))}},
+            400.7e9,
+            17.2e9,
+            128,
+        ),
+    ],
+)
+def test_import_hf_reads_each_moe_familys_own_keys(
+    tmp_path, cfg: dict, total: float, active: float, experts: int
+) -> None:
+    _, e = model_entry_from_hf(_config(tmp_path, **cfg), "moe")
+    assert e["params"] == pytest.approx(total, rel=0.01)
+    assert e["active_params"] == pytest.approx(active, rel=0.02)
+    assert e["experts"] == experts
+
+
+def test_import_hf_refuses_experts_it_cannot_count(tmp_path) -> None:
+    cfg = {k: v for k, v in QWEN3_MOE.items() if k != "num_experts"} | {"num_routed_experts_total": 128}
+    with pytest.raises(InputError, match=r"num_experts_per_tok, num_routed_experts_total name experts"):
+        model_entry_from_hf(_config(tmp_path, **cfg))
+    with pytest.raises(InputError, match="moe_layers must be a list of layer indices below 48"):
+        model_entry_from_hf(
+            _config(
+                tmp_path, **LLAMA4_SCOUT | {"text_config": LLAMA4_SCOUT["text_config"] | {"moe_layers": [48]}}
+            )
+        )
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (
+            {"sliding_window": 128, "layer_types": ["sliding_attention", "full_attention"] * 16},
+            "16 of 32 layers",
+        ),
+        ({"sliding_window": 4096}, "sliding_window = 4096"),
+        ({"attention_chunk_size": 8192}, "attention_chunk_size = 8192"),
+        ({"sliding_window": 131072, "use_sliding_window": False}, None),
+        ({"sliding_window": None}, None),
+    ],
+)
+def test_import_hf_says_when_windowed_attention_is_counted_as_full(
+    tmp_path, extra: dict, said: str | None
+) -> None:
+    from splitplan.api import catalog_import_hf
+
+    imported = catalog_import_hf(_config(tmp_path, **LLAMA8B | extra), "m")
+    if said is None:
+        assert imported.notes == ()
+        assert "full attention" not in imported.entry["source"]
+    else:
+        (note,) = imported.notes
+        assert said in note
+        assert "overstates the KV" in note
+        assert note in imported.entry["source"]

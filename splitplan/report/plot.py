@@ -114,6 +114,7 @@ def plot_heatmap(
     from matplotlib.colors import LogNorm
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
 
     pv, tv = np.asarray(prompt_values), np.asarray(token_values)
     extent = (tv[0] - 0.5, tv[-1] + 0.5, pv[0] - 0.5, pv[-1] + 0.5)
@@ -166,6 +167,8 @@ def plot_heatmap(
             ax.set_title(f"{_TITLES[metric]} P{pct} slowdown (SLO ≤ {limit:g})", fontsize=12)
             ax.set_xlabel("token machines")
             ax.set_ylabel("prompt machines")
+            for axis in (ax.xaxis, ax.yaxis):  # machine counts: no 2.5-machine tick
+                axis.set_major_locator(MaxNLocator(integer=True))
         assert im is not None  # every row has one panel per percentile
         cb = fig.colorbar(im, ax=list(axes[row]), extend="max", shrink=0.9, pad=0.01)
         cb.set_label(f"{_TITLES[metric]} slowdown (× alone on DGX-A100)")

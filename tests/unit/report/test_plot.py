@@ -93,3 +93,26 @@ def test_close_limits_share_one_tick():
     assert 1.25 < ticks[0] < 1.5
     ticks, _ = _limit_ticks([(2.0, "a"), (3.0, "b"), (6.0, "c")])
     assert ticks == [2.0, 3.0, 6.0]
+
+
+def test_axes_tick_whole_machines(tmp_path):
+    import re
+
+    values = np.arange(1, 21)  # matplotlib's own ticks here: 2.5, 5.0, 7.5 …
+    p, t = np.meshgrid(values, values, indexing="ij")
+    sd = {k: (12.0 + i) / (p * t) for i, k in enumerate(SLO_KEYS)}
+    meets = np.all([sd[k] <= DEFAULT_SLOWDOWN_LIMITS[k] for k in SLO_KEYS], axis=0)
+    svg = plot_heatmap(
+        tmp_path / "a.svg",
+        prompt_values=values,
+        token_values=values,
+        slowdown=sd,
+        meets_slo=meets,
+        limits=DEFAULT_SLOWDOWN_LIMITS,
+        cost_optimal=None,
+        power_optimal=None,
+        title="t",
+    ).read_text()
+    ticks = set(re.findall(r"<!-- ([0-9.]+) -->", svg))  # each text's source in the SVG
+    assert {"2", "10", "20"} <= ticks
+    assert all(float(x).is_integer() for x in ticks), sorted(ticks)

@@ -15,8 +15,8 @@ from splitplan.slo import DEFAULT_SLOWDOWN_LIMITS, SLO_KEYS
 PV, TV = np.arange(1, 6), np.arange(1, 5)
 
 
-def _slowdown(overloaded: bool = True) -> dict[str, np.ndarray]:
-    p, t = np.meshgrid(PV, TV, indexing="ij")
+def _slowdown(overloaded: bool = True, pv: np.ndarray = PV, tv: np.ndarray = TV) -> dict[str, np.ndarray]:
+    p, t = np.meshgrid(pv, tv, indexing="ij")
     out = {}
     for i, k in enumerate(SLO_KEYS):
         v = (12.0 + i) / (p * t)
@@ -26,13 +26,13 @@ def _slowdown(overloaded: bool = True) -> dict[str, np.ndarray]:
     return out
 
 
-def _plot(path, **kw):
-    sd = _slowdown()
+def _plot(path, pv: np.ndarray = PV, tv: np.ndarray = TV, **kw):
+    sd = _slowdown(pv=pv, tv=tv)
     meets = np.all([sd[k] <= DEFAULT_SLOWDOWN_LIMITS[k] for k in SLO_KEYS], axis=0)
     return plot_heatmap(
         path,
-        prompt_values=PV,
-        token_values=TV,
+        prompt_values=pv,
+        token_values=tv,
         slowdown=sd,
         meets_slo=meets,
         limits=DEFAULT_SLOWDOWN_LIMITS,
@@ -99,20 +99,7 @@ def test_axes_tick_whole_machines(tmp_path):
     import re
 
     values = np.arange(1, 21)  # matplotlib's own ticks here: 2.5, 5.0, 7.5 …
-    p, t = np.meshgrid(values, values, indexing="ij")
-    sd = {k: (12.0 + i) / (p * t) for i, k in enumerate(SLO_KEYS)}
-    meets = np.all([sd[k] <= DEFAULT_SLOWDOWN_LIMITS[k] for k in SLO_KEYS], axis=0)
-    svg = plot_heatmap(
-        tmp_path / "a.svg",
-        prompt_values=values,
-        token_values=values,
-        slowdown=sd,
-        meets_slo=meets,
-        limits=DEFAULT_SLOWDOWN_LIMITS,
-        cost_optimal=None,
-        power_optimal=None,
-        title="t",
-    ).read_text()
+    svg = _plot(tmp_path / "a.svg", pv=values, tv=values).read_text()
     ticks = set(re.findall(r"<!-- ([0-9.]+) -->", svg))  # each text's source in the SVG
     assert {"2", "10", "20"} <= ticks
     assert all(float(x).is_integer() for x in ticks), sorted(ticks)

@@ -256,10 +256,12 @@ def _machine_key(name: str, table: dict[str, dict[str, object]]) -> str:
     key = name.lower()
     if key in table:
         return key
-    by_gpu = [m for m, entry in table.items() if entry["gpu"] == key]
+    by_gpu = [m for m, entry in table.items() if str(entry["gpu"]).lower() == key]
     if by_gpu:
         return by_gpu[0]
-    by_part = [m for m, e in table.items() if key and key in (*m.split("-"), *str(e["gpu"]).split("-"))]
+    by_part = [
+        m for m, e in table.items() if key and key in (*m.split("-"), *str(e["gpu"]).lower().split("-"))
+    ]
     if len(by_part) == 1:
         return by_part[0]
     if by_part:

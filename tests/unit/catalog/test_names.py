@@ -46,13 +46,13 @@ def test_a_user_machine_on_the_same_chip_makes_its_short_name_ambiguous(tmp_path
         d = tmp_path / "cat"
         d.mkdir()
         (d / "machines.toml").write_text(
-            'schema_version = 1\n[machine.h200-4x]\ngpu = "h200-141gb"\ngpus = 4\ncost_usd_per_h = 26.0\n'
+            'schema_version = 1\n[machine.box-4x]\ngpu = "H200-141GB"\ngpus = 4\ncost_usd_per_h = 26.0\n'
             'interconnect_bytes_per_s = 400e9\nsource = "our price"\n'
         )
         use_user_catalogs([d])
-        with pytest.raises(CatalogError, match=r"several machine types \(h200-4x, hgx-h200\)"):
+        with pytest.raises(CatalogError, match=r"several machine types \(box-4x, hgx-h200\)"):
             get_machine_type("h200")
-        assert get_machine_type("h200-4x").gpus == 4
+        assert get_machine_type("box-4x").gpus == 4
     finally:
         clear_caches()
 

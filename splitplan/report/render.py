@@ -155,12 +155,17 @@ def _config_cell(r: DesignResult) -> str:
     def tp(n: int | None) -> str:
         return "" if n is None or n == 8 else f"×tp{n}"
 
+    # counts of instances where an instance is not a whole 8-GPU node, even where they equal the
+    # node counts (one TP4 instance on one node is half a node's price, not one machine)
     if r.baseline:
-        if r.instances is not None and r.instances != r.machines:
+        if r.instances is not None and (r.instances != r.machines or tp(r.prompt_tp)):
             return f"N={r.instances}{tp(r.prompt_tp)}"
         return f"N={r.machines}"
     if r.prompt_instances is not None and (
-        r.prompt_instances != r.prompt_machines or r.token_instances != r.token_machines
+        r.prompt_instances != r.prompt_machines
+        or r.token_instances != r.token_machines
+        or tp(r.prompt_tp)
+        or tp(r.token_tp)
     ):
         return f"{r.prompt_instances}P{tp(r.prompt_tp)}+{r.token_instances}T{tp(r.token_tp)}"
     return f"{r.prompt_machines}P+{r.token_machines}T"

@@ -1,0 +1,62 @@
+"""The configuration cell of the search table: instance counts with their TP wherever an instance
+is less than a whole node, node counts otherwise."""
+
+from __future__ import annotations
+
+import pytest
+
+from splitplan.report.render import _config_cell
+from splitplan.search.result import DesignResult
+
+
+def _split(p_inst, t_inst, p_nodes, t_nodes, p_tp, t_tp) -> DesignResult:
+    return DesignResult(
+        design="custom",
+        baseline=False,
+        prompt_gpu="hgx-h200",
+        token_gpu="hgx-h200",
+        prompt_power_cap=1.0,
+        token_power_cap=1.0,
+        prompt_machines=p_nodes,
+        token_machines=t_nodes,
+        meets_slo=True,
+        prompt_instances=p_inst,
+        token_instances=t_inst,
+        prompt_tp=p_tp,
+        token_tp=t_tp,
+    )
+
+
+@pytest.mark.parametrize(
+    ("result", "cell"),
+    [
+        (_split(9, 3, 9, 3, None, None), "9P+3T"),  # whole nodes: the paper's notation
+        (_split(9, 3, 9, 3, 8, 8), "9P+3T"),
+        (_split(6, 4, 3, 1, 4, 2), "6P×tp4+4T×tp2"),
+        # one TP4 and one TP2 instance fill one node each but are billed a node's share
+        (_split(1, 1, 1, 1, 4, 2), "1P×tp4+1T×tp2"),
+        (_split(2, 1, 2, 1, 8, 4), "2P+1T×tp4"),
+    ],
+)
+def test_split_cells_count_instances_below_a_node(result: DesignResult, cell: str) -> None:
+    assert _config_cell(result) == cell
+
+
+@pytest.mark.parametrize(
+    ("instances", "machines", "tp", "cell"),
+    [(54, 54, None, "N=54"), (8, 4, 4, "N=8×tp4"), (1, 1, 2, "N=1×tp2"), (3, 3, 8, "N=3")],
+)
+def test_baseline_cells_count_instances_below_a_node(instances, machines, tp, cell) -> None:
+    r = DesignResult(
+        design="custom-baseline",
+        baseline=True,
+        prompt_gpu="hgx-h200",
+        token_gpu="hgx-h200",
+        prompt_power_cap=1.0,
+        token_power_cap=1.0,
+        machines=machines,
+        meets_slo=True,
+        instances=instances,
+        prompt_tp=tp,
+    )
+    assert _config_cell(r) == cell

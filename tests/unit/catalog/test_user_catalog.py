@@ -292,6 +292,48 @@ def test_import_hf_reads_each_moe_familys_own_keys(
     assert e["experts"] == experts
 
 
+QWEN3_235B = QWEN3_MOE | {"hidden_size": 4096, "intermediate_size": 12288, "moe_intermediate_size": 1536}
+QWEN3_235B |= {"num_attention_heads": 64, "num_hidden_layers": 94}
+GPT_OSS_120B = {
+    "model_type": "gpt_oss",
+    "attention_bias": True,
+    "head_dim": 64,
+    "hidden_size": 2880,
+    "intermediate_size": 2880,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 36,
+    "num_local_experts": 128,
+    "num_experts_per_tok": 4,
+    "vocab_size": 201088,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "sliding_window": 128,
+    "layer_types": ["sliding_attention", "full_attention"] * 18,
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "cfg"),
+    [
+        ("qwen3-30b-a3b", QWEN3_MOE),
+        ("qwen3-235b-a22b", QWEN3_235B),
+        ("llama4-scout", LLAMA4_SCOUT),
+        ("llama4-maverick", LLAMA4_MAVERICK),
+        ("gpt-oss-120b", GPT_OSS_120B),
+        ("gpt-oss-20b", GPT_OSS_120B | {"num_hidden_layers": 24, "num_local_experts": 32}),
+    ],
+)
+def test_the_shipped_moe_entries_are_what_import_hf_computes(tmp_path, name: str, cfg: dict) -> None:
+    _, e = model_entry_from_hf(_config(tmp_path, **cfg), name)
+    shipped = get_model(name)
+    for field in ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "experts"):
+        assert getattr(shipped, field) == e[field], field
+    assert shipped.experts_per_token == e["experts_per_token"]
+    assert shipped.params == pytest.approx(e["params"], rel=1e-4)
+    assert shipped.active_params == pytest.approx(e["active_params"], rel=1e-4)
+
+
 def test_import_hf_refuses_experts_it_cannot_count(tmp_path) -> None:
     cfg = {k: v for k, v in QWEN3_MOE.items() if k != "num_experts"} | {"num_routed_experts_total": 128}
     with pytest.raises(InputError, match=r"num_experts_per_tok, num_routed_experts_total name experts"):

@@ -228,8 +228,9 @@ def _in_band(rate: float, parity: int) -> float:
     return moved
 
 
-def draw_case(rng: np.random.Generator, *, held_out: bool) -> Case:
-    """A random case (rate still a placeholder: `_fit_rate` sets it from the frontier target)."""
+def draw_case(rng: np.random.Generator, *, held_out: bool, models: tuple[str, ...] = ()) -> Case:
+    """A random case (rate still a placeholder: `_fit_rate` sets it from the frontier target);
+    `models`, when given, is the pool its model is drawn from instead of the sets' own."""
     u = rng.random()
     if u < 0.15:
         design, pn, tn = str(rng.choice(PAPER_BASELINES)), "", ""
@@ -240,8 +241,8 @@ def draw_case(rng: np.random.Generator, *, held_out: bool) -> Case:
         design, pn, tn = str(rng.choice(PAPER_SPLIT)), "", ""
     else:
         design, pn, tn = "custom", str(rng.choice(PROMPT_NODES)), str(rng.choice(TOKEN_NODES))
-    models = HELD_OUT_MODELS if held_out and rng.random() < 0.5 else TRAINING_MODELS
-    model = str(rng.choice(models))
+    pool = HELD_OUT_MODELS if held_out and rng.random() < 0.5 else TRAINING_MODELS
+    model = str(rng.choice(models or pool))
     ptp = ttp = 8
     pprec = tprec = "fp16"
     if design.startswith("custom"):
@@ -271,9 +272,9 @@ def draw_case(rng: np.random.Generator, *, held_out: bool) -> Case:
     )
 
 
-def draw_cases(seed: int, n: int, *, held_out: bool) -> list[Case]:
+def draw_cases(seed: int, n: int, *, held_out: bool, models: tuple[str, ...] = ()) -> list[Case]:
     rng = np.random.default_rng(np.random.SeedSequence([seed]))
-    return [draw_case(rng, held_out=held_out) for _ in range(n)]
+    return [draw_case(rng, held_out=held_out, models=models) for _ in range(n)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -721,7 +722,7 @@ def generate(which: str, jobs: int, n: int | None = None) -> DesSet:
     return _generated(which, seed, count, jobs, held_out=which == "validation", command=command)
 
 
-def holdout(seed: int, jobs: int, n: int = VALIDATION_CASES) -> DesSet:
+def holdout(seed: int, jobs: int, n: int = VALIDATION_CASES, models: tuple[str, ...] = ()) -> DesSet:
     """A fresh held-out set: drawn as the validation set is (the held-out models among the
     training ones, rates in the validation set's bands) from another seed, its rates, rows and
     points chosen by the shipped evaluator, and the DES run on them.
@@ -732,23 +733,41 @@ def holdout(seed: int, jobs: int, n: int = VALIDATION_CASES) -> DesSet:
     at the generating evaluator's own edge of feasibility (its smallest feasible prompt count and
     beside it) and around its own frontier, where its errors lie (docs/background.md). At the
     validation set's own seed it draws the stored validation cases again, their rows and points
-    chosen by today's evaluator: the stricter draw's effect alone."""
+    chosen by today's evaluator: the stricter draw's effect alone.
+
+    `models` draws every case's model from those names instead (catalog models that neither set
+    holds: the evaluator judged on architectures it never saw)."""
     if seed == TRAINING_SEED:
         raise InputError(
             f"--seed {seed} is the training set's seed: a held-out draw from it would share its "
             "cases; take another"
         )
+    from splitplan.catalog import get_model
+
+    for name in models:
+        get_model(name)  # a library caller's unknown name is one line before any case runs
     command = f"python -m splitplan.sim.calibrate holdout --seed {seed} --cases {n}"
-    return _generated("holdout", seed, n, jobs, held_out=True, command=command)
+    command += f" --models {','.join(models)}" if models else ""
+    return _generated("holdout", seed, n, jobs, held_out=True, command=command, models=models)
 
 
-def _generated(which: str, seed: int, count: int, jobs: int, *, held_out: bool, command: str) -> DesSet:
-    """Draw `count` cases from `seed` and run each (`run_case`, one joblib task per case)."""
+def _generated(
+    which: str,
+    seed: int,
+    count: int,
+    jobs: int,
+    *,
+    held_out: bool,
+    command: str,
+    models: tuple[str, ...] = (),
+) -> DesSet:
+    """Draw `count` cases from `seed` and run each (`run_case`, one joblib task per case); a model
+    that does not fit a case's machines is drawn again from `models`, or from the sets' own."""
     from joblib import Parallel, delayed
 
     parity = 1 if held_out else 0
-    cases = draw_cases(seed, count, held_out=held_out)
-    models = TRAINING_MODELS + (HELD_OUT_MODELS if held_out else ())
+    cases = draw_cases(seed, count, held_out=held_out, models=models)
+    models = models or TRAINING_MODELS + (HELD_OUT_MODELS if held_out else ())
     t0 = time.perf_counter()
     tasks = (delayed(run_case)(i, c, parity, seed, models) for i, c in enumerate(cases))
     results = Parallel(n_jobs=jobs)(tasks)
@@ -1921,6 +1940,22 @@ def _sample_size(text: str) -> int:
     return n
 
 
+def _names(text: str) -> tuple[str, ...]:
+    """An argparse type: catalog model names, comma-separated, each known and none repeated."""
+    from splitplan.catalog import get_model
+    from splitplan.errors import CatalogError
+
+    names = tuple(n.strip().lower() for n in text.split(","))
+    if not all(names) or len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"give distinct model names separated by commas, got {text!r}")
+    for name in names:
+        try:
+            get_model(name)
+        except CatalogError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return names
+
+
 def _jobs(text: str) -> int:
     """An argparse type: joblib's worker count, ≥ 1 or −1 (every core)."""
     n = _whole(text)
@@ -1984,6 +2019,12 @@ def main(argv: list[str] | None = None) -> int:
     h.add_argument("--jobs", type=_jobs, default=2)
     h.add_argument("--out", type=Path, default=None, help="store the set (npz), for score --file")
     h.add_argument("--misses", action="store_true", help="list the rows more than one machine off")
+    h.add_argument(
+        "--models",
+        type=_names,
+        default=(),
+        help="draw every case's model from these catalog names (comma-separated) instead",
+    )
     r = sub.add_parser("reproducibility", help="score the DES against another realization of every case")
     r.add_argument(
         "--set", choices=("training", "validation", "both"), default=None, help="default: validation"
@@ -2048,7 +2089,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.out is not None and (why := _unwritable(args.out)):
             print(f"error: --out {args.out}: {why}", file=sys.stderr)
             return 2
-        ds = holdout(args.seed, args.jobs, args.cases)
+        ds = holdout(args.seed, args.jobs, args.cases, args.models)
         _print_score(f"seed {args.seed}", ds, CALIBRATION, args.misses)
         if args.out is not None:
             try:

@@ -23,6 +23,29 @@ def test_case_draws_are_seeded_and_the_two_sets_differ() -> None:
     assert {c.model for c in b} & set(cal.HELD_OUT_MODELS)
 
 
+def test_a_draw_over_named_models_takes_every_case_from_them() -> None:
+    new = ("qwen3-30b-a3b", "gpt-oss-20b")
+    cases = cal.draw_cases(15051, 30, held_out=True, models=new)
+    assert {c.model for c in cases} == set(new)
+    assert cases == cal.draw_cases(15051, 30, held_out=True, models=new)
+
+
+@pytest.mark.parametrize(
+    ("models", "message"),
+    [
+        ("qwen3-30b,gpt-oss-20b", "unknown model 'qwen3-30b'; did you mean 'qwen3-30b-a3b'"),
+        ("a,,b", "distinct"),
+    ],
+)
+def test_holdout_refuses_model_names_it_does_not_know_before_running(models, message, capsys) -> None:
+    with pytest.raises(SystemExit) as stop:  # argparse's own exit, after the one line
+        cal.main(["holdout", "--seed", "3", "--models", models])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert message in err
+
+
 @given(st.floats(min_value=0.05, max_value=5000.0), st.integers(0, 1))
 def test_rates_land_in_their_sets_band(rate: float, parity: int) -> None:
     moved = cal._in_band(rate, parity)

@@ -131,11 +131,10 @@ def import_hf_command(
 ) -> None:
     """Write a `models` entry from a Hugging Face config.json (parameter counts computed)."""
     from splitplan import api
+    from splitplan.cli._logging import note
 
     imported = api.catalog_import_hf(config, name, out)
     entry_name, entry, path = imported.name, imported.entry, imported.path
-    from splitplan.cli._logging import note
-
     for text in imported.notes:  # on stderr (hidden by --quiet): the printed entry stays clean TOML
         note(text)
     if path is None:

@@ -9,17 +9,24 @@ from splitplan.report.render import _config_cell
 from splitplan.search.result import DesignResult
 
 
-def _split(p_inst, t_inst, p_nodes, t_nodes, p_tp, t_tp) -> DesignResult:
+def _result(baseline: bool, **counts) -> DesignResult:
     return DesignResult(
-        design="custom",
-        baseline=False,
+        design="custom-baseline" if baseline else "custom",
+        baseline=baseline,
         prompt_gpu="hgx-h200",
         token_gpu="hgx-h200",
         prompt_power_cap=1.0,
         token_power_cap=1.0,
+        meets_slo=True,
+        **counts,
+    )
+
+
+def _split(p_inst, t_inst, p_nodes, t_nodes, p_tp, t_tp) -> DesignResult:
+    return _result(
+        False,
         prompt_machines=p_nodes,
         token_machines=t_nodes,
-        meets_slo=True,
         prompt_instances=p_inst,
         token_instances=t_inst,
         prompt_tp=p_tp,
@@ -47,16 +54,5 @@ def test_split_cells_count_instances_below_a_node(result: DesignResult, cell: st
     [(54, 54, None, "N=54"), (8, 4, 4, "N=8×tp4"), (1, 1, 2, "N=1×tp2"), (3, 3, 8, "N=3")],
 )
 def test_baseline_cells_count_instances_below_a_node(instances, machines, tp, cell) -> None:
-    r = DesignResult(
-        design="custom-baseline",
-        baseline=True,
-        prompt_gpu="hgx-h200",
-        token_gpu="hgx-h200",
-        prompt_power_cap=1.0,
-        token_power_cap=1.0,
-        machines=machines,
-        meets_slo=True,
-        instances=instances,
-        prompt_tp=tp,
-    )
+    r = _result(True, machines=machines, instances=instances, prompt_tp=tp)
     assert _config_cell(r) == cell

@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from splitplan.catalog import get_gpu, get_machine_type, get_model
 from splitplan.catalog._load import CATALOG_ENV, clear_caches, use_user_catalogs
@@ -94,3 +96,22 @@ def test_one_machine_named_twice_in_a_pool_is_refused(names: tuple[str, str]) ->
     with pytest.raises(InputError, match=same):
         PoolSpace(gpus=names)
     assert PoolSpace(gpus=(names[0], "hgx-b200")).gpus == (names[0], "hgx-b200")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(max_size=24)
+    | st.sampled_from(["h200", "a100", "80gb", "8x", "-", "", "dgx-", "-h100", "H100-80GB"])
+)
+def test_any_name_resolves_to_one_machine_or_is_one_line(name: str) -> None:
+    """Whatever a user types picks one machine, the same one again by its own name, or is refused
+    in one line."""
+    refused = ""
+    try:
+        machine = get_machine_type(name)
+    except CatalogError as exc:
+        refused = str(exc)
+    if refused:
+        assert "\n" not in refused
+    else:
+        assert get_machine_type(machine.name) == machine

@@ -569,6 +569,11 @@ def fingerprint(s: DesSet) -> str:
 
 def _assemble(results: Sequence[dict | None], meta: dict) -> DesSet:
     kept = [r for r in results if r is not None]
+    if not kept:  # a draw over models too large for every machine it drew (holdout --models)
+        raise InputError(
+            f"none of the {len(results)} drawn cases ran: their models fit none of their machines, or no "
+            "rate kept them in bounds; draw more cases or other models"
+        )
     cases = [Case(**r["case"]) for r in kept]
     idx = np.concatenate([np.full(len(r["prompt"]), i, dtype=np.int32) for i, r in enumerate(kept)])
     fr = [(i, *f) for i, r in enumerate(kept) for f in r["fronts"]]
@@ -2084,6 +2089,10 @@ def _run(args: argparse.Namespace) -> int:
             return 2
         ds = holdout(args.seed, args.jobs, args.cases, args.models)
         _print_score(f"seed {args.seed}", ds, CALIBRATION, args.misses)
+        if len(ds.cases) < args.cases:  # five tries each, as `run_case` says
+            ran = f"{len(ds.cases)} of the {args.cases} drawn cases ran"
+            why = "the others' models fit none of their machines, or no rate kept them in bounds"
+            print(f"{'':<11} {ran}: {why}")
         if args.out is not None:
             try:
                 save_set(ds, args.out)

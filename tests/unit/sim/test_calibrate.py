@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -39,6 +40,20 @@ def test_holdout_refuses_model_names_it_does_not_know_before_running(capsys) -> 
         cal.main(["holdout", "--seed", "3", "--models", "a,,b"])
     assert stop.value.code == 2
     assert "give distinct model names" in capsys.readouterr().err
+
+
+def test_a_draw_over_a_model_few_machines_hold_says_how_many_cases_ran(capsys) -> None:
+    """Llama 4 Maverick (801 GB at fp16) fits few of the machines the cases draw: a draw says how
+    many of its cases ran, and one where none did is one line and exit 2."""
+    argv = ["holdout", "--jobs", "1", "--models", "llama4-maverick"]
+    assert cal.main([*argv, "--seed", "1", "--cases", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "none of the 2 drawn cases ran" in err
+    assert cal.main([*argv, "--seed", "77", "--cases", "6"]) == 0
+    ran = re.search(r"(\d) of the 6 drawn cases ran: the others' models fit none", capsys.readouterr().out)
+    assert ran is not None
+    assert 1 <= int(ran.group(1)) < 6
 
 
 @given(st.floats(min_value=0.05, max_value=5000.0), st.integers(0, 1))

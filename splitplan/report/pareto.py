@@ -148,6 +148,21 @@ def config_label(c: Mapping[str, Any]) -> str:
     return f"{c['design']} {c['prompt_machines']}P+{c['token_machines']}T"
 
 
+def design_markers(cands: list[dict[str, Any]], designs: list[str]) -> tuple[dict[str, str], dict[str, int]]:
+    """Each design's marker and size in the figure. A baseline of N machines costs and draws what
+    a split design of the same machines does at P + T = N, and what another baseline of them does
+    (chunked prefill): its points would hide under theirs. So split designs are small circles, and
+    baselines, drawn beneath them, larger shapes: on one machine type the first a square, the
+    next a smaller diamond, and so on, each left in sight around the next."""
+    gpu_of = {c["design"]: c["prompt_gpu"] for c in cands if c.get("prompt_machines") is None}
+    baselines = [d for d in designs if d in gpu_of]  # in the designs' order, as they are drawn
+    marker, size = dict.fromkeys(designs, "o"), dict.fromkeys(designs, 22)
+    for d in baselines:
+        k = [b for b in baselines if gpu_of[b] == gpu_of[d]].index(d) % 4
+        marker[d], size[d] = ("s", "D", "P", "X")[k], (64, 36, 28, 22)[k]
+    return marker, size
+
+
 def plot_pareto(path: str | Path, fronts: ParetoFronts, *, title: str, dpi: int | None = None) -> Path:
     """Two panels — cost vs power, cost vs throughput — every candidate coloured by design, each
     front as a step line, each objective's optimum marked. PNG, SVG or PDF by extension."""
@@ -167,6 +182,7 @@ def plot_pareto(path: str | Path, fronts: ParetoFronts, *, title: str, dpi: int 
     designs = fronts.designs
     colours = matplotlib.colormaps["tab10"]
     colour = {d: colours(i % 10) for i, d in enumerate(designs)}
+    shape, area = design_markers(fronts.candidates, designs)
     fig, (ax_p, ax_t) = plt.subplots(1, 2, figsize=(14, 6), constrained_layout=True)
     for ax, ykey, front, ylabel in (
         (ax_p, "power_kw", fronts.cost_power, "provisioned power (kW)"),
@@ -181,11 +197,13 @@ def plot_pareto(path: str | Path, fronts: ParetoFronts, *, title: str, dpi: int 
                     ax.scatter(
                         [c["cost_usd_per_h"] for c in group],
                         [c[ykey] for c in group],
-                        s=22,
+                        s=area[d],
+                        marker=shape[d],
                         facecolors=face,
                         edgecolors=[colour[d]],
                         linewidths=1.0,
                         alpha=0.85,
+                        zorder=2 if shape[d] == "o" else 1,  # baselines beneath
                     )
         ax.step(
             [c["cost_usd_per_h"] for c in front],
@@ -203,7 +221,9 @@ def plot_pareto(path: str | Path, fronts: ParetoFronts, *, title: str, dpi: int 
         ("power", "o", "magenta", 14, (ax_p,)),
         ("throughput", "^", "gold", 14, (ax_t,)),
     )
-    handles = [Line2D([], [], marker="o", ls="none", mfc=colour[d], mec=colour[d], label=d) for d in designs]
+    handles = [
+        Line2D([], [], marker=shape[d], ls="none", mfc=colour[d], mec=colour[d], label=d) for d in designs
+    ]
     handles.append(Line2D([], [], color="black", lw=1.6, label="Pareto front"))
     handles.append(
         Line2D(

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from splitplan.errors import InputError
-from splitplan.report.pareto import candidates, pareto_fronts, plot_pareto
+from splitplan.report.pareto import candidates, design_markers, pareto_fronts, plot_pareto
 
 
 def _pt(design, p, t, cost, power, rate, meets=True, within=True, by="des"):
@@ -105,3 +105,24 @@ def test_nothing_feasible_is_refused(tmp_path):
     with pytest.raises(InputError, match="nothing to plot"):
         plot_pareto(tmp_path / "f.png", pareto_fronts([_pt("a", 1, 1, 1, 1, 1, meets=False)]), title="t")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_baselines_stay_in_sight_beneath_split_designs_on_their_machines():
+    """A baseline of N machines sits where a split design of P + T = N does, and where another
+    baseline of the same machines does: each baseline gets a larger shape beneath, the next one
+    on the same machine type a smaller one."""
+    pts = [_pt("splitwise-hh", 2, 1, 114, 16.8, 70)]
+    for name, gpu in (
+        ("baseline-a100", "dgx-a100"),
+        ("baseline-h100", "dgx-h100"),
+        ("chunked-h100", "dgx-h100"),
+    ):
+        pts.append(
+            _pt(name, 3, 0, 114, 16.8, 70)
+            | {"prompt_machines": None, "token_machines": None, "prompt_gpu": gpu}
+        )
+    fronts = pareto_fronts(pts)
+    shape, area = design_markers(fronts.candidates, fronts.designs)
+    assert (shape["splitwise-hh"], shape["baseline-a100"], shape["baseline-h100"]) == ("o", "s", "s")
+    assert shape["chunked-h100"] == "D"
+    assert area["splitwise-hh"] < area["chunked-h100"] < area["baseline-h100"] == area["baseline-a100"]

@@ -205,19 +205,47 @@ def _positive_int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v > 0
 
 
+# The mixture-of-experts keys read here (module docstring); another key about experts or MoE
+# layers that is set would change the count, so it is refused rather than ignored.
+_EXPERT_KEYS_READ = frozenset(
+    {
+        "num_local_experts",
+        "n_routed_experts",
+        "num_experts",
+        "num_experts_per_tok",
+        "experts_per_token",
+        "moe_intermediate_size",
+        "n_shared_experts",
+        "shared_expert_intermediate_size",
+        "moe_layer_freq",
+        "moe_layers",
+        "interleave_moe_layer_step",
+    }
+)
+
+
 def _refuse_unread_experts(path: str | Path, cfg: dict[str, Any], experts: int) -> None:
-    """A config whose experts none of the known keys counts would import as a dense model."""
-    if experts > 1:
-        return
-    named = sorted(
+    """A config whose experts the keys read here do not fully describe: counted as read, it would
+    import a model of another size (a dense one, or experts on the wrong layers)."""
+
+    def is_set(v: object) -> bool:
+        return (isinstance(v, int) and not isinstance(v, bool) and v > 1) or (isinstance(v, list) and bool(v))
+
+    unread = sorted(
         k
         for k, v in cfg.items()
-        if "expert" in k.lower() and isinstance(v, int) and not isinstance(v, bool) and v > 1
+        if ("expert" in k.lower() or "moe" in k.lower()) and k not in _EXPERT_KEYS_READ and is_set(v)
     )
-    if named:
+    if unread:
         raise InputError(
-            f"{path}: {', '.join(named)} name experts, but no expert count import-hf reads "
-            "(num_local_experts, n_routed_experts, num_experts): write the entry by hand"
+            f"{path}: {', '.join(unread)}: expert settings import-hf does not read (it reads "
+            f"{', '.join(sorted(_EXPERT_KEYS_READ))}); write the entry by hand"
+        )
+    per_token = [k for k in ("num_experts_per_tok", "experts_per_token") if is_set(cfg.get(k))]
+    if experts == 1 and per_token:
+        raise InputError(
+            f"{path}: {per_token[0]} names routed experts, but no expert count (num_local_experts, "
+            "n_routed_experts, num_experts): write the entry by hand"
         )
 
 

@@ -334,10 +334,29 @@ def test_the_shipped_moe_entries_are_what_import_hf_computes(tmp_path, name: str
     assert shipped.active_params == pytest.approx(e["active_params"], rel=1e-4)
 
 
-def test_import_hf_refuses_experts_it_cannot_count(tmp_path) -> None:
-    cfg = {k: v for k, v in QWEN3_MOE.items() if k != "num_experts"} | {"num_routed_experts_total": 128}
-    with pytest.raises(InputError, match=r"num_experts_per_tok, num_routed_experts_total name experts"):
+@pytest.mark.parametrize(
+    ("cfg", "message"),
+    [
+        (  # an expert count under a key no family here uses
+            {k: v for k, v in QWEN3_MOE.items() if k != "num_experts"} | {"num_routed_experts_total": 128},
+            r"num_routed_experts_total: expert settings import-hf does not read",
+        ),
+        (  # Jamba's experts sit on every other layer, by keys read nowhere here
+            QWEN3_MOE | {"expert_layer_period": 2, "expert_layer_offset": 1},
+            r"expert_layer_period: expert settings import-hf does not read",
+        ),
+        (  # routed experts per token, and no count of them
+            {k: v for k, v in QWEN3_MOE.items() if k != "num_experts"},
+            r"num_experts_per_tok names routed experts, but no expert count",
+        ),
+    ],
+)
+def test_import_hf_refuses_experts_it_cannot_count(tmp_path, cfg: dict, message: str) -> None:
+    with pytest.raises(InputError, match=message):
         model_entry_from_hf(_config(tmp_path, **cfg))
+
+
+def test_import_hf_refuses_moe_layers_beyond_the_model(tmp_path) -> None:
     with pytest.raises(InputError, match="moe_layers must be a list of layer indices below 48"):
         model_entry_from_hf(
             _config(

@@ -36,13 +36,31 @@ def _config_of(req: SearchRequest, r: DesignResult) -> ClusterConfig:
     space = spaces.get(r.design)
     if space is None:  # a result always comes from one of the request's spaces
         raise InputError(f"design {r.design!r} is not part of this search request")
-    design = space.design(r.prompt_gpu, r.token_gpu, r.prompt_power_cap, r.token_power_cap)
-    assert r.machines is not None
+    # the result's own instances (TP, precisions) and counts of them, not the pools' first choice
+    # and the node counts: the two differ wherever an instance is less than a node
+    pi = space.prompt.choice_of(r.prompt_gpu, r.prompt_tp, r.prompt_precision, r.prompt_kv_precision)
+    ti = (
+        pi
+        if space.baseline
+        else space.token.choice_of(r.token_gpu, r.token_tp, r.token_precision, r.token_kv_precision)
+    )
+    design = space.design(
+        r.prompt_gpu,
+        r.token_gpu,
+        r.prompt_power_cap,
+        r.token_power_cap,
+        prompt_instance=pi,
+        token_instance=ti,
+    )
     if r.baseline:
-        return ClusterConfig.baseline(design, r.machines)
-    assert r.prompt_machines is not None
-    assert r.token_machines is not None
-    return ClusterConfig(design=design, prompt_machines=r.prompt_machines, token_machines=r.token_machines)
+        n = r.instances if r.instances is not None else r.machines
+        assert n is not None
+        return ClusterConfig.baseline(design, n)
+    p = r.prompt_instances if r.prompt_instances is not None else r.prompt_machines
+    t = r.token_instances if r.token_instances is not None else r.token_machines
+    assert p is not None
+    assert t is not None
+    return ClusterConfig(design=design, prompt_machines=p, token_machines=t)
 
 
 def search_plan(

@@ -99,6 +99,23 @@ class PoolSpace:
         """Every (GPU/machine, TP, weight precision, KV precision) of the pool, in option order."""
         return list(itertools.product(self.gpus, self.tps, self.precisions, self.kv_precisions))
 
+    def choice_of(
+        self, gpu: str, tp: int | None, precision: str | None, kv_precision: str | None
+    ) -> tuple[int | None, str, str | None]:
+        """The pool's own (TP, weight precision, KV precision) choice that an instance on `gpu`
+        was made from. A result records the instance resolved (TP 8, where the choice was the
+        whole node's None), and rebuilding its design from the pool's first choice instead would
+        describe another instance (and the deployment plan another cluster)."""
+        for t, w, k in itertools.product(self.tps, self.precisions, self.kv_precisions):
+            m = instance_machine((gpu, t, w, k))
+            if (m.tensor_parallel, m.weight_precision.value, m.kv_precision.value) == (
+                tp,
+                precision,
+                kv_precision,
+            ):
+                return t, w, k
+        raise InputError(f"no instance choice of this pool is TP {tp} with {precision} weights on {gpu}")
+
     @property
     def has_instance_choices(self) -> bool:
         return len(self.tps) > 1 or len(self.precisions) > 1 or len(self.kv_precisions) > 1

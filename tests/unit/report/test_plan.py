@@ -144,6 +144,38 @@ def test_search_plan_is_the_winner():
     assert all(v is None for v in plan["predicted"]["latency_s"].values())
 
 
+def test_search_plan_and_metrics_describe_the_winners_own_instances():
+    """A search over TP choices whose winner is not the first choice: the plan and the served-token
+    metrics are of the winner's instances and their counts (they had been rebuilt from the pools'
+    first choice and the node counts, a plan of another cluster)."""
+    req = api.SearchRequest(
+        prompt_gpus=("h100",),
+        token_gpus=("h100",),
+        prompt_tp=(8, 4, 2),
+        token_tp=(8, 4, 2),
+        prompt_range=(1, 16),
+        token_range=(1, 6),
+        workload=api.WorkloadRequest(duration_s=10.0),
+    )
+    outcome = api.search(req, evaluator=FakeEvaluator())  # its capacity is per instance, any TP
+    best = outcome.best
+    assert best is not None
+    assert (best.prompt_tp, best.token_tp) != (8, 8)
+    assert best.prompt_instances != best.prompt_machines or best.token_instances != best.token_machines
+    plan = _roundtrip(search_plan(req, outcome))
+    pools = plan["pools"]
+    assert [p["tensor_parallel"] for p in pools] == [best.prompt_tp, best.token_tp]
+    assert [p["instances"] for p in pools] == [best.prompt_instances, best.token_instances]
+    assert [p["nodes"] for p in pools] == [best.prompt_machines, best.token_machines]
+    assert plan["predicted"]["cost_usd_per_h"] == pytest.approx(best.cost_usd_per_h)
+    gpus = best.prompt_instances * best.prompt_tp + best.token_instances * best.token_tp
+    metrics = api.search_metrics(req, outcome)[best.design]
+    assert metrics is not None
+    assert metrics["output_tokens_per_s_per_gpu"] == pytest.approx(
+        metrics["output_tokens_per_s"] / gpus, rel=1e-3
+    )
+
+
 def test_search_plan_refuses_without_an_answer():
     req, outcome = _search(("splitwise-hh",), prompt_need=1e6)
     assert outcome.best is None

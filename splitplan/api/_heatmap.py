@@ -188,11 +188,15 @@ class HeatmapResult:
 
 
 def _point(res: DesignResult) -> HeatmapPoint | None:
-    if not res.meets_slo or res.prompt_machines is None or res.token_machines is None:
+    """The optimum on the grid's own axes: instance counts (a result's `*_machines` count nodes,
+    which differ wherever an instance is less than a node)."""
+    prompt = res.prompt_instances if res.prompt_instances is not None else res.prompt_machines
+    token = res.token_instances if res.token_instances is not None else res.token_machines
+    if not res.meets_slo or prompt is None or token is None:
         return None
     return HeatmapPoint(
-        prompt_machines=int(res.prompt_machines),
-        token_machines=int(res.token_machines),
+        prompt_machines=int(prompt),
+        token_machines=int(token),
         cost_usd_per_h=float(res.cost_usd_per_h or 0.0),
         power_kw=float(res.power_kw or 0.0),
     )

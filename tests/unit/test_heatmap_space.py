@@ -87,3 +87,26 @@ def test_a_search_refuses_screens_of_spaces_it_does_not_search() -> None:
     problem = SearchProblem(spaces=(space,), rate_rps=10.0)
     with pytest.raises(ValueError, match="screens of spaces the problem does not search: other"):
         run_search(problem, None, screens={"other": Screen(margin=np.zeros(4), slowdown={})})  # type: ignore[arg-type]
+
+
+def test_the_optima_of_an_instance_design_are_on_the_grids_own_axes() -> None:
+    """The grid counts instances; a TP-4 prompt pool's two instances fill one node. The optima
+    are points of the grid (they had been its node counts: a point the grid shows infeasible)."""
+    from splitplan import api
+    from splitplan.catalog import get_model
+    from splitplan.sim.scenario import Scenario
+    from splitplan.workload import make_workload
+
+    d = custom_design("dgx-h100", "dgx-h100", prompt_tp=4, token_tp=2)
+    sc = Scenario(
+        workload=make_workload("coding", rate_rps=30, duration_s=20, seed=0), model=get_model("llama3.1-8b")
+    )
+    h = api.heatmap(d, sc, (1, 8), (1, 6), "analytic")
+    for point in (h.cost_optimal, h.power_optimal):
+        assert point is not None
+        at = (h.prompt_machines == point.prompt_machines) & (h.token_machines == point.token_machines)
+        assert at.sum() == 1
+        assert bool(h.meets_slo[at][0])
+        assert float(h.cost_usd_per_h[at][0]) == pytest.approx(point.cost_usd_per_h)
+    feasible = h.meets_slo
+    assert h.cost_optimal.cost_usd_per_h == pytest.approx(float(h.cost_usd_per_h[feasible].min()))

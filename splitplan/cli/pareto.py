@@ -145,7 +145,8 @@ def _render(fronts: Any, plot: Path | None) -> None:
             ]
         )
     title = (
-        f"Pareto fronts: {len(fronts.candidates)} feasible configurations of {len(fronts.designs)} designs"
+        f"Pareto fronts: {len(fronts.candidates)} feasible configuration{'s' * (len(fronts.candidates) != 1)}"
+        f" of {len(fronts.designs)} design{'s' * (len(fronts.designs) != 1)}"
     )
     cols = ["configuration", "$/h", "kW", "req/s", "front", "optimum"]
     con.print(make_table(title, cols, rows, right_from=1, no_wrap=(0,)))

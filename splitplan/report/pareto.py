@@ -32,8 +32,19 @@ CANDIDATE_KEYS: tuple[str, ...] = (
     "power_kw",
     "rate_rps",
     "decided_by",
+    # the instances, where the points have them (a search over TP or precision): two counts of
+    # TP-4 instances on the same nodes are two configurations
+    "prompt_instances",
+    "token_instances",
+    "instances",
+    "prompt_tp",
+    "token_tp",
+    "prompt_precision",
+    "token_precision",
+    "prompt_kv_precision",
+    "token_kv_precision",
 )
-_IDENTITY = CANDIDATE_KEYS[:8]
+_IDENTITY = (*CANDIDATE_KEYS[:8], *CANDIDATE_KEYS[12:])
 
 
 def _finite(x: object) -> bool:
@@ -143,9 +154,9 @@ def pareto_fronts(points: Iterable[Mapping[str, Any]], source: str = "") -> Pare
 
 
 def config_label(c: Mapping[str, Any]) -> str:
-    if c.get("prompt_machines") is None:
-        return f"{c['design']} ×{c['machines']}"
-    return f"{c['design']} {c['prompt_machines']}P+{c['token_machines']}T"
+    from splitplan.report.render import counts_label
+
+    return f"{c['design']} {counts_label(c)}"
 
 
 def design_markers(cands: list[dict[str, Any]], designs: list[str]) -> tuple[dict[str, str], dict[str, int]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,24 +151,44 @@ class FitTable:
 def _config_cell(r: DesignResult) -> str:
     if not r.meets_slo:
         return "infeasible"
+    return counts_label({k: getattr(r, k) for k in _COUNT_FIELDS})
 
-    def tp(n: int | None) -> str:
+
+_COUNT_FIELDS = (
+    "machines",
+    "instances",
+    "prompt_machines",
+    "token_machines",
+    "prompt_instances",
+    "token_instances",
+    "prompt_tp",
+    "token_tp",
+)
+
+
+def counts_label(c: Mapping[str, Any]) -> str:
+    """A configuration's counts as the tables print them: `9P+3T` (`N=54` for a baseline, whose
+    pool counts are None) in whole 8-GPU nodes, and instance counts with their TP (`6P×tp4+4T×tp2`)
+    wherever an instance is less than a whole node, even where the counts equal the node counts
+    (one TP4 instance on one node is half a node's price, not one machine)."""
+
+    def tp(n: object) -> str:
         return "" if n is None or n == 8 else f"×tp{n}"
 
-    # counts of instances where an instance is not a whole 8-GPU node, even where they equal the
-    # node counts (one TP4 instance on one node is half a node's price, not one machine)
-    if r.baseline:
-        if r.instances is not None and (r.instances != r.machines or tp(r.prompt_tp)):
-            return f"N={r.instances}{tp(r.prompt_tp)}"
-        return f"N={r.machines}"
-    if r.prompt_instances is not None and (
-        r.prompt_instances != r.prompt_machines
-        or r.token_instances != r.token_machines
-        or tp(r.prompt_tp)
-        or tp(r.token_tp)
+    if c.get("prompt_machines") is None:
+        n = c.get("instances")
+        if n is not None and (n != c.get("machines") or tp(c.get("prompt_tp"))):
+            return f"N={n}{tp(c.get('prompt_tp'))}"
+        return f"N={c.get('machines')}"
+    pi, ti = c.get("prompt_instances"), c.get("token_instances")
+    if pi is not None and (
+        pi != c.get("prompt_machines")
+        or ti != c.get("token_machines")
+        or tp(c.get("prompt_tp"))
+        or tp(c.get("token_tp"))
     ):
-        return f"{r.prompt_instances}P{tp(r.prompt_tp)}+{r.token_instances}T{tp(r.token_tp)}"
-    return f"{r.prompt_machines}P+{r.token_machines}T"
+        return f"{pi}P{tp(c.get('prompt_tp'))}+{ti}T{tp(c.get('token_tp'))}"
+    return f"{c.get('prompt_machines')}P+{c.get('token_machines')}T"
 
 
 def _pools_cell(r: DesignResult) -> str:

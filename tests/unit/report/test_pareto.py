@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from splitplan.errors import InputError
-from splitplan.report.pareto import candidates, design_markers, pareto_fronts, plot_pareto
+from splitplan.report.pareto import candidates, config_label, design_markers, pareto_fronts, plot_pareto
 
 
 def _pt(design, p, t, cost, power, rate, meets=True, within=True, by="des"):
@@ -126,3 +126,17 @@ def test_baselines_stay_in_sight_beneath_split_designs_on_their_machines():
     assert (shape["splitwise-hh"], shape["baseline-a100"], shape["baseline-h100"]) == ("o", "s", "s")
     assert shape["chunked-h100"] == "D"
     assert area["splitwise-hh"] < area["chunked-h100"] < area["baseline-h100"] == area["baseline-a100"]
+
+
+def test_instances_on_the_same_nodes_are_two_configurations():
+    """One and two TP-4 instances both fill one node: two configurations at two prices, each
+    labelled by its instances (they had shared one identity, and the label of a whole node)."""
+    one = _pt("custom", 1, 1, 28.5, 4.2, 30) | {"prompt_instances": 1, "token_instances": 1}
+    two = _pt("custom", 1, 1, 47.5, 7.0, 30) | {"prompt_instances": 2, "token_instances": 1}
+    for p in (one, two):
+        p |= {"instances": p["prompt_instances"] + 1, "prompt_tp": 4, "token_tp": 2}
+    cands = candidates([one, two])
+    assert len(cands) == 2
+    assert [config_label(c) for c in cands] == ["custom 1P×tp4+1T×tp2", "custom 2P×tp4+1T×tp2"]
+    whole = _pt("splitwise-hh", 9, 3, 456, 67.2, 70) | {"prompt_instances": 9, "token_instances": 3}
+    assert config_label(candidates([whole | {"prompt_tp": 8, "token_tp": 8}])[0]) == "splitwise-hh 9P+3T"

@@ -18,6 +18,7 @@ from typing import Any
 
 from splitplan._io import write_with
 from splitplan.errors import InputError
+from splitplan.search.result import INSTANCE_KEYS
 
 CANDIDATE_KEYS: tuple[str, ...] = (
     "design",
@@ -34,17 +35,9 @@ CANDIDATE_KEYS: tuple[str, ...] = (
     "decided_by",
     # the instances, where the points have them (a search over TP or precision): two counts of
     # TP-4 instances on the same nodes are two configurations
-    "prompt_instances",
-    "token_instances",
-    "instances",
-    "prompt_tp",
-    "token_tp",
-    "prompt_precision",
-    "token_precision",
-    "prompt_kv_precision",
-    "token_kv_precision",
+    *INSTANCE_KEYS,
 )
-_IDENTITY = (*CANDIDATE_KEYS[:8], *CANDIDATE_KEYS[12:])
+_IDENTITY = (*CANDIDATE_KEYS[:8], *INSTANCE_KEYS)
 
 
 def _finite(x: object) -> bool:

@@ -30,6 +30,18 @@ class DecidedBy(StrEnum):
     ANALYTIC = "analytic"  # the analytic screen alone
 
 
+# instances (the unit a pool is counted in; `*_machines` and `machines` are whole nodes)
+INSTANCE_KEYS: tuple[str, ...] = (
+    "prompt_instances",
+    "token_instances",
+    "instances",
+    "prompt_tp",
+    "token_tp",
+    "prompt_precision",
+    "token_precision",
+    "prompt_kv_precision",
+    "token_kv_precision",
+)
 POINT_KEYS: tuple[str, ...] = (
     "design",
     "prompt_gpu",
@@ -48,16 +60,7 @@ POINT_KEYS: tuple[str, ...] = (
     "meets_slo",
     "decided_by",
     "binding_slo",
-    # instances (the unit a pool is counted in; `*_machines` and `machines` are whole nodes)
-    "prompt_instances",
-    "token_instances",
-    "instances",
-    "prompt_tp",
-    "token_tp",
-    "prompt_precision",
-    "token_precision",
-    "prompt_kv_precision",
-    "token_kv_precision",
+    *INSTANCE_KEYS,
     "des_stopped",
 )
 # every column of a point, in file order

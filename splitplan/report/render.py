@@ -305,7 +305,7 @@ def infeasible_line(r: DesignResult) -> str:
     c, sf = r.closest, r.shortfall or {}
     if c is None:
         return head + "." if r.limited_by is None else f"{head}; limited by {_LIMIT_HINT[r.limited_by]}."
-    where = f"N={c['machines']}" if r.baseline else f"{c['prompt_machines']}P+{c['token_machines']}T"
+    where = counts_label(c)
     if sf.get("unstable"):
         miss = "is overloaded (unstable)"
     elif sf.get("over_limit") is not None:
@@ -325,8 +325,8 @@ def search_summary(outcome: SearchOutcome) -> str:
     note = "".join(f"\n[yellow]{infeasible_line(r)}[/]" for r in infeasible) + "".join(
         f"\n[yellow]Note: {n}[/]" for n in outcome.notes
     )
-    if best is None:
-        return "[bold red]No design meets all nine SLOs in the searched space.[/]"
+    if best is None:  # where each came closest is then the whole answer
+        return "[bold red]No design meets all nine SLOs in the searched space.[/]" + note
     what = {
         "cost": f"${best.cost_usd_per_h:,.2f}/h",
         "power": f"{best.power_kw:,.1f} kW",

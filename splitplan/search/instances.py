@@ -14,6 +14,7 @@ instances on the same 39 nodes).
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import replace
 
 from splitplan.catalog import get_machine_type
@@ -103,7 +104,17 @@ def merge(
     rows = [results.pop(s.name) for s in subs]
     n_des = sum(r.des_evaluations for r in rows)
     ok = [r for r in rows if r.meets_slo]
-    if not ok:
-        return replace(empty_result(space.name, space.design(), des_evaluations=n_des, method="grid"))
+    if not ok:  # the combination that came closest tells why, and what to change (search.ranges)
+        near = max(rows, key=_closeness)
+        if near.closest is None:
+            return replace(empty_result(space.name, space.design(), des_evaluations=n_des, method="grid"))
+        return replace(near, design=space.name, des_evaluations=n_des, method="grid")
     best = min(ok, key=lambda r: r.rank_key(problem.objective))  # the one tie-break; stable: option order
     return replace(best, design=space.name, des_evaluations=n_des, method="grid")
+
+
+def _closeness(r: DesignResult) -> float:
+    """How near an infeasible combination came: its closest configuration's margin (−inf when it
+    had none, or was unstable)."""
+    margin = (r.shortfall or {}).get("margin")
+    return float(margin) if isinstance(margin, int | float) else -math.inf

@@ -29,7 +29,7 @@ import numpy as np
 
 from splitplan.search.context import SearchContext
 from splitplan.search.problem import DEFAULT_BASELINE_MAX, DEFAULT_SPLIT_RANGE, DesignSpace, SearchProblem
-from splitplan.search.result import DecidedBy, DesignResult, PointRecord
+from splitplan.search.result import INSTANCE_KEYS, DecidedBy, DesignResult, PointRecord
 
 SPLIT_HEADROOM = 2.0
 BASELINE_HEADROOM = 1.25
@@ -184,6 +184,7 @@ def explain_limits(
         "cost_usd_per_h": rec.cost_usd_per_h,
         "power_kw": rec.power_kw,
         "decided_by": rec.decided_by.value,
+        **{k: getattr(rec, k) for k in INSTANCE_KEYS},  # its instances: what the counts count
     }
     shortfall: dict[str, object] = {
         "slo": rec.binding_slo or None,

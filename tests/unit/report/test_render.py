@@ -3,6 +3,8 @@ is less than a whole node, node counts otherwise."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from splitplan.report.render import _config_cell
@@ -56,3 +58,32 @@ def test_split_cells_count_instances_below_a_node(result: DesignResult, cell: st
 def test_baseline_cells_count_instances_below_a_node(instances, machines, tp, cell) -> None:
     r = _result(True, machines=machines, instances=instances, prompt_tp=tp)
     assert _config_cell(r) == cell
+
+
+def test_with_no_design_feasible_the_summary_still_says_where_each_came_closest():
+    from splitplan.report.render import search_summary
+    from splitplan.search.objective import Engine, Objective
+    from splitplan.search.result import SearchOutcome
+
+    r = replace(
+        _result(False, prompt_instances=3, token_instances=2, prompt_tp=2, token_tp=2),
+        meets_slo=False,
+        closest={"prompt_machines": 1, "token_machines": 1, "machines": 2, "decided_by": "des"}
+        | {"prompt_instances": 3, "token_instances": 2, "prompt_tp": 2, "token_tp": 2},
+        shortfall={"slo": "ttft_p90", "margin": -0.5, "over_limit": 1.0, "unstable": False},
+        limited_by="range",
+    )
+    text = search_summary(
+        SearchOutcome(
+            objective=Objective.COST,
+            results=(r,),
+            points=[],
+            des_evaluations=1,
+            wall_s=0.1,
+            engine=Engine.HYBRID,
+        )
+    )
+    assert "No design meets all nine SLOs" in text
+    assert (
+        "No configuration of custom meets all nine SLOs: closest 3P×tp2+2T×tp2 (des) misses ttft_p90" in text
+    )

@@ -3,7 +3,7 @@ merged into one row per design; large ones go to Optuna with categorical TP/prec
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 from search_fakes import FakeEvaluator
@@ -93,6 +93,23 @@ def test_small_instance_spaces_are_exact_over_every_combination(baseline: bool, 
     # every point is labelled with the design and says its instances
     assert {r.design for r in out.points} == {"custom-h100"}
     assert {r.prompt_tp for r in out.points} == {2, 4, 8}
+
+
+def test_an_instance_space_nowhere_feasible_says_which_combination_came_closest() -> None:
+    """Every combination infeasible: the row is the closest combination's, its closest
+    configuration, shortfall and limit kept (they had been dropped for an empty row)."""
+    space = replace(_space(), prompt_range=(1, 3), token_range=(1, 2))
+    out = run_search(SearchProblem(spaces=(space,)), TpEvaluator(prompt_need=400.0, token_need=2.0))
+    (res,) = out.results
+    assert not res.meets_slo
+    assert res.design == "custom-h100"
+    assert res.closest is not None
+    assert res.shortfall is not None
+    assert res.limited_by == "range"
+    margins = [r.des_margin for r in out.points if r.decided_by.value == "des"]
+    assert res.shortfall["margin"] == pytest.approx(max(margins), abs=1e-6)
+    assert (res.closest["prompt_tp"], res.closest["token_tp"]) == (res.prompt_tp, res.token_tp)
+    assert res.closest["prompt_instances"] is not None
 
 
 def test_sub_grids_keep_the_node_budget() -> None:

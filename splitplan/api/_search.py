@@ -417,10 +417,15 @@ def _budget_ranges(space: DesignSpace, power: float | None, cost: float | None) 
         limits.append(int(power / cheapest_kw + 1e-9))
     if cost is not None:
         limits.append(int(cost / cheapest_usd + 1e-9))
-    n = max(1, min(limits))
+    n = max(1, min(limits))  # whole nodes; a pool of smaller instances counts them in its smallest TP
     if space.baseline:
-        return replace(space, prompt_range=(1, n))
-    return replace(space, prompt_range=(1, max(1, n - 1)), token_range=(1, max(1, n - 1)))
+        return replace(space, prompt_range=_scaled_default((1, n), space.prompt))
+    split = (1, max(1, n - 1))
+    return replace(
+        space,
+        prompt_range=_scaled_default(split, space.prompt),
+        token_range=_scaled_default(split, space.token),
+    )
 
 
 def search(

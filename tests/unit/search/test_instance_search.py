@@ -163,3 +163,31 @@ def test_paper_instances_keep_the_paper_design() -> None:
     d = custom_design("dgx-h100", token_tp=2, token_precision="fp8")
     assert d.token.name == "dgx-h100/tp2/fp8"
     assert d.prompt.name == "dgx-h100"
+
+
+@pytest.mark.parametrize("baseline", [False, True])
+def test_a_budget_spans_its_nodes_in_a_pools_smallest_instances(baseline: bool) -> None:
+    """Under a throughput budget the count ranges follow from it in whole nodes, and a pool of
+    TP-2 choices counts them in TP-2 instances: four to a node. They had been read as instances,
+    which held a TP-8 choice to one node per pool (a search over TP 2 and 8 found a quarter of
+    what the whole-node design alone found)."""
+    from splitplan import api
+    from splitplan.api._search import build_problem
+
+    req = api.SearchRequest(
+        designs=("baseline-h100",) if baseline else (),
+        prompt_gpus=("h100",),
+        token_gpus=() if baseline else ("h100",),
+        prompt_tp=(2, 8),
+        token_tp=None if baseline else (2, 8),
+        objective="throughput",
+        power_budget_kw=30.0,
+        workload=api.WorkloadRequest(duration_s=10.0),
+    )
+    (space,) = [s for s in build_problem(req, 70.0).spaces if s.name.startswith("custom")]
+    nodes = int(30.0 / 5.6)  # DGX-H100s the budget powers
+    assert space.prompt_range == (1, (nodes if baseline else nodes - 1) * 4)
+    if not baseline:
+        assert space.token_range == (1, (nodes - 1) * 4)
+        whole = combinations(space)[-1]  # TP 8 in both pools: whole nodes again
+        assert (whole.prompt_range, whole.token_range) == ((1, nodes - 1), (1, nodes - 1))

@@ -18,6 +18,7 @@ from typing import Any
 
 from splitplan._io import write_with
 from splitplan.errors import InputError
+from splitplan.report.render import counts_label
 from splitplan.search.result import INSTANCE_KEYS
 
 CANDIDATE_KEYS: tuple[str, ...] = (
@@ -147,8 +148,6 @@ def pareto_fronts(points: Iterable[Mapping[str, Any]], source: str = "") -> Pare
 
 
 def config_label(c: Mapping[str, Any]) -> str:
-    from splitplan.report.render import counts_label
-
     return f"{c['design']} {counts_label(c)}"
 
 

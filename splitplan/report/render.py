@@ -296,6 +296,10 @@ _LIMIT_HINT = {
     "range": "the count range (raise --max-machines or widen --prompt-range/--token-range)",
     "budget": "the budget (points that pass cost or draw more than it allows)",
     "memory": "memory (the exhaustive grid would not fit; use the hybrid engine)",
+    "latency": (
+        "the machines' own latency: the largest configuration misses the SLOs even with requests "
+        "arriving alone, so no count of these machines meets them (faster machines or other instances)"
+    ),
 }
 
 
@@ -306,12 +310,13 @@ def infeasible_line(r: DesignResult) -> str:
     if c is None:
         return head + "." if r.limited_by is None else f"{head}; limited by {_LIMIT_HINT[r.limited_by]}."
     where = counts_label(c)
+    slo = sf.get("slo") or "an SLO"  # a point only screened in aggregate names none
     if sf.get("unstable"):
         miss = "is overloaded (unstable)"
     elif sf.get("over_limit") is not None:
-        miss = f"misses {sf.get('slo')} by {100 * float(sf['over_limit']):.0f}%"  # type: ignore[arg-type]
+        miss = f"misses {slo} by {100 * float(sf['over_limit']):.0f}%"  # type: ignore[arg-type]
     else:
-        miss = f"misses {sf.get('slo')}"
+        miss = f"misses {slo}"
     line = f"{head}: closest {where} ({c['decided_by']}) {miss}"
     if r.limited_by is not None:
         line += f"; limited by {_LIMIT_HINT[r.limited_by]}"

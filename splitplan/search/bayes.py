@@ -28,6 +28,7 @@ from splitplan.search.context import SearchContext, call
 from splitplan.search.grid import decide_points
 from splitplan.search.objective import Engine, Objective, rank_key
 from splitplan.search.problem import DesignSpace, PoolSpace
+from splitplan.search.ranges import explain_limits
 from splitplan.search.rates import analytic_rates, bisect_many
 from splitplan.search.result import (
     DecidedBy,
@@ -329,8 +330,9 @@ def optuna_space(ctx: SearchContext, space: DesignSpace) -> tuple[DesignResult, 
             )
         )
     if pb.engine is Engine.ANALYTIC or not cands:
-        if not cands:
-            return empty_result(space.name, space.design(), des_evaluations=0, method="optuna"), records
+        if not cands:  # nothing passed the screen: the closest point it saw says why
+            empty = empty_result(space.name, space.design(), des_evaluations=0, method="optuna")
+            return explain_limits(pb, space, empty, records), records
         best = min(range(len(records)), key=lambda i: _rank(records[i], pb.objective))  # first of ties
         return result_from_record(
             records[best], baseline=space.baseline, des_evaluations=0, method="optuna"
@@ -377,7 +379,8 @@ def optuna_space(ctx: SearchContext, space: DesignSpace) -> tuple[DesignResult, 
             chosen = _polish(ctx, space, *chosen_cfg, chosen, records)
     n_des = ctx.des_evaluations - n_des0
     if chosen is None:
-        return empty_result(space.name, space.design(), des_evaluations=n_des, method="optuna"), records
+        empty = empty_result(space.name, space.design(), des_evaluations=n_des, method="optuna")
+        return explain_limits(pb, space, empty, records), records
     return result_from_record(
         chosen, baseline=space.baseline, des_evaluations=n_des, method="optuna"
     ), records

@@ -71,7 +71,7 @@ def solve_cost_grid(
     Automatic ranges (`DesignSpace.auto_range`) are first sized from a capacity estimate at the
     target rate and widened while the optimum sits on their edge (search.ranges).
     """
-    from splitplan.search.ranges import derive_range, explain_limits, widened
+    from splitplan.search.ranges import derive_range, explain_limits, latency_bound, widened
 
     pb = ctx.problem
     current = [derive_range(ctx, s) if s.auto_range else s for s in spaces]
@@ -97,6 +97,8 @@ def solve_cost_grid(
         explained = explain_limits(pb, s, best, recs)
         if i in memory_bound and explained.limited_by == "range":
             explained = replace(explained, limited_by="memory")
+        elif not explained.meets_slo and explained.limited_by == "range" and latency_bound(ctx, s):
+            explained = replace(explained, limited_by="latency")
         results.append((explained, recs))
     return results
 

@@ -17,7 +17,8 @@ is sized from a capacity estimate at the target rate instead:
 
 `explain_limits` turns a result into its explanation: the closest configuration tried (highest
 DES margin, else analytic), the binding SLO and its shortfall there, and what limited the search
-(`range`, `budget` or `memory`).
+(`range`, `budget` or `memory`). `latency_bound` tells one more limit apart from the range: the
+machines' own latency, which no count of them lowers (`latency`).
 """
 
 from __future__ import annotations
@@ -155,6 +156,25 @@ def closest_record(records: list[PointRecord]) -> PointRecord | None:
     des = [r for r in pool if r.decided_by is DecidedBy.DES]
     pool = des or pool
     return max(pool, key=lambda r: (_margin_of(r), -int(r.machines or 0)))
+
+
+# the whole cluster's request rate at which the latency check screens its largest configuration:
+# one request every ten seconds, whatever the target, so that requests meet no queue and what is
+# left is the machines' own latency (a fraction of the target would still queue on a small range)
+LATENCY_CHECK_RPS = 0.1
+
+
+def latency_bound(ctx: SearchContext, space: DesignSpace) -> bool:
+    """Whether even the largest configuration of a fixed design misses the SLOs with requests
+    arriving alone: then a request alone is too slow there (a TTFT slowdown over its limit on a
+    slow link, say), and a wider count range, which the range limit would advise, cannot help."""
+    if not space.is_fixed_pools:
+        return False  # several machine types or instances: no one design to check
+    scale = min(1.0, LATENCY_CHECK_RPS / ctx.problem.rate_rps)
+    p = np.array([space.prompt_range[1]], dtype=np.int64)
+    t = np.array([0 if space.baseline else space.token_range[1]], dtype=np.int64)
+    margin = float(np.asarray(ctx.evaluator.screen(space.design(), p, t, scale).margin)[0])
+    return margin < 0
 
 
 def explain_limits(

@@ -87,3 +87,23 @@ def test_with_no_design_feasible_the_summary_still_says_where_each_came_closest(
     assert (
         "No configuration of custom meets all nine SLOs: closest 3P×tp2+2T×tp2 (des) misses ttft_p90" in text
     )
+
+
+@pytest.mark.parametrize(
+    ("slo", "limited_by", "said"),
+    [
+        (None, "range", "misses an SLO by 100%; limited by the count range"),  # an aggregate screen's
+        ("ttft_p50", "latency", "misses ttft_p50 by 100%; limited by the machines' own latency"),
+    ],
+)
+def test_an_infeasible_line_names_the_slo_and_the_limit(slo, limited_by, said):
+    from splitplan.report.render import infeasible_line
+
+    r = replace(
+        _result(False),
+        meets_slo=False,
+        closest={"prompt_machines": 2, "token_machines": 1, "machines": 3, "decided_by": "analytic"},
+        shortfall={"slo": slo, "margin": -0.5, "over_limit": 1.0, "unstable": False},
+        limited_by=limited_by,
+    )
+    assert said in infeasible_line(r)

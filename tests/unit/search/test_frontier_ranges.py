@@ -6,7 +6,7 @@ search is compared with brute force on grids far larger than the whole-grid hybr
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
@@ -128,6 +128,30 @@ def test_infeasible_design_names_closest_configuration_and_binding_slo(frontier:
     doc = r.to_json()
     assert doc["limited_by"] == "range"
     assert doc["closest"]["machines"] == 20
+
+
+@dataclass
+class SlowMachines(FakeEvaluator):
+    """A latency floor no count lowers: every configuration misses by `floor` at any load (a
+    TTFT on a slow link, say), as well as by the capacity margin."""
+
+    floor: float = -0.3
+
+    def true_margin(self, design, p, t, f):
+        return np.minimum(super().true_margin(design, p, t, f), self.floor)
+
+
+@pytest.mark.parametrize("design", ["baseline-a100", "splitwise-hh"])
+def test_an_infeasible_design_the_machines_own_latency_holds_back_says_so(design: str) -> None:
+    """No count helps: the limit is the machines' latency, not the count range a user would widen
+    in vain; a design short of machines stays limited by the range."""
+    space = paper_space(design, max_machines=20)
+    slow = run_search(SearchProblem(spaces=(space,)), SlowMachines()).results[0]
+    assert not slow.meets_slo
+    assert slow.limited_by == "latency"
+    assert slow.closest is not None
+    short = run_search(SearchProblem(spaces=(space,)), FakeEvaluator(prompt_need=26.5 * 10, token_need=25.0))
+    assert short.results[0].limited_by == "range"
 
 
 def test_feasible_optimum_on_the_edge_of_a_given_range_says_so() -> None:

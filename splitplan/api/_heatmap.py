@@ -190,8 +190,7 @@ class HeatmapResult:
 def _point(res: DesignResult) -> HeatmapPoint | None:
     """The optimum on the grid's own axes: instance counts (a result's `*_machines` count nodes,
     which differ wherever an instance is less than a node)."""
-    prompt = res.prompt_instances if res.prompt_instances is not None else res.prompt_machines
-    token = res.token_instances if res.token_instances is not None else res.token_machines
+    prompt, token = res.instance_counts
     if not res.meets_slo or prompt is None or token is None:
         return None
     return HeatmapPoint(

@@ -12,6 +12,7 @@ from splitplan.errors import InfeasibleError, InputError
 from splitplan.report.metrics import config_metrics
 from splitplan.report.plan import deployment_plan, write_plan
 from splitplan.search import SearchOutcome
+from splitplan.search.problem import DesignSpace
 from splitplan.search.result import DesignResult
 from splitplan.sim import Scenario, SimResult
 
@@ -31,8 +32,12 @@ def _scenario(req: SearchRequest) -> Scenario:
     )
 
 
-def _config_of(req: SearchRequest, r: DesignResult) -> ClusterConfig:
-    spaces = {s.name: s for s in build_spaces(req)}
+def _spaces(req: SearchRequest) -> dict[str, DesignSpace]:
+    return {s.name: s for s in build_spaces(req)}
+
+
+def _config_of(spaces: dict[str, DesignSpace], r: DesignResult) -> ClusterConfig:
+    """The configuration a result describes, in the space (of `_spaces`) it came from."""
     space = spaces.get(r.design)
     if space is None:  # a result always comes from one of the request's spaces
         raise InputError(f"design {r.design!r} is not part of this search request")
@@ -52,13 +57,10 @@ def _config_of(req: SearchRequest, r: DesignResult) -> ClusterConfig:
         prompt_instance=pi,
         token_instance=ti,
     )
-    if r.baseline:
-        n = r.instances if r.instances is not None else r.machines
-        assert n is not None
-        return ClusterConfig.baseline(design, n)
-    p = r.prompt_instances if r.prompt_instances is not None else r.prompt_machines
-    t = r.token_instances if r.token_instances is not None else r.token_machines
+    p, t = r.instance_counts
     assert p is not None
+    if r.baseline:
+        return ClusterConfig.baseline(design, p)
     assert t is not None
     return ClusterConfig(design=design, prompt_machines=p, token_machines=t)
 
@@ -88,7 +90,7 @@ def search_plan(
             raise InfeasibleError(f"{design} meets the SLOs nowhere in the searched space: no plan written")
     scenario = scenario or _scenario(req)
     return deployment_plan(
-        _config_of(req, chosen),
+        _config_of(_spaces(req), chosen),
         scenario,
         command="search",
         engine=outcome.engine,
@@ -139,8 +141,9 @@ def search_metrics(
     None for a design with no configuration meeting the SLOs."""
     scenario = scenario or _scenario(req)
     out: dict[str, dict[str, float | None] | None] = {}
+    spaces = _spaces(req)  # built once for every design's result
     for r in outcome.results:
         out[r.design] = (
-            config_metrics(_config_of(req, r), scenario.workload, r.rate_rps) if r.meets_slo else None
+            config_metrics(_config_of(spaces, r), scenario.workload, r.rate_rps) if r.meets_slo else None
         )
     return out

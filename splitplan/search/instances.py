@@ -107,7 +107,7 @@ def merge(
     if not ok:  # the combination that came closest tells why, and what to change (search.ranges)
         near = max(rows, key=_closeness)
         if near.closest is None:
-            return replace(empty_result(space.name, space.design(), des_evaluations=n_des, method="grid"))
+            return empty_result(space.name, space.design(), des_evaluations=n_des, method="grid")
         return replace(near, design=space.name, des_evaluations=n_des, method="grid")
     best = min(ok, key=lambda r: r.rank_key(problem.objective))  # the one tie-break; stable: option order
     return replace(best, design=space.name, des_evaluations=n_des, method="grid")

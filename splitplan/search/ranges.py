@@ -111,8 +111,7 @@ def on_edge(space: DesignSpace, res: DesignResult) -> tuple[bool, bool]:
         return False, False
     if space.baseline:
         return res.machines == space.prompt_range[1], False
-    p = res.prompt_instances if res.prompt_instances is not None else res.prompt_machines
-    t = res.token_instances if res.token_instances is not None else res.token_machines
+    p, t = res.instance_counts
     return p == space.prompt_range[1], t == space.token_range[1]
 
 

@@ -274,6 +274,17 @@ class DesignResult:
     shortfall: dict[str, object] | None = None
     limited_by: str | None = None
 
+    @property
+    def instance_counts(self) -> tuple[int | None, int | None]:
+        """(prompt, token) counted in instances, the unit the search's ranges and grids count in
+        (`*_machines` count whole nodes; the two differ wherever an instance is less than a
+        node). A baseline's is (N, None)."""
+        if self.baseline:
+            return (self.instances if self.instances is not None else self.machines), None
+        p = self.prompt_instances if self.prompt_instances is not None else self.prompt_machines
+        t = self.token_instances if self.token_instances is not None else self.token_machines
+        return p, t
+
     def score(self, objective: Objective) -> float:
         return float(objective.score(self.cost_usd_per_h or 0.0, self.power_kw or 0.0, self.rate_rps or 0.0))
 
